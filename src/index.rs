@@ -1,0 +1,474 @@
+//! The block-indexed position index: layouts of one material to dense
+//! numbers and back.
+//!
+//! Owns the numbering of positions; knows the board geometry but nothing of
+//! cards' moves, values or storage.
+//!
+//! A *layout* is a placement of both sides' pieces with the two masters
+//! marked; each layout carries all 30 card states (a 30-bit word in the bit
+//! planes, 30 consecutive bytes in a value table).
+//!
+//! The index is split like seed 002's: high part fixed per [`Group`], low part
+//! inside it. A group is keyed by how many pieces of each side stand in each
+//! row (the rows are the regions; the 180-degree turn maps row r onto row
+//! 4 - r). A move changes the mover's count in at most two rows, and the turn
+//! of perspective maps the key in a fixed way (mover counts <-> opponent
+//! counts, rows reversed), so all moves of one piece class from a group land
+//! in a small, known set of groups: at most one per (from row, to row) pair.
+//!
+//! Inside a group, a layout is numbered by mixed radix over the rows (row 0
+//! least significant): the digit of row r ranks the row's mover pattern among
+//! the C(5, m_r) with that many pieces, and the opponent's pattern among the
+//! C(5 - m_r, o_r) on the remaining squares. Then the mover's master (its
+//! ordinal among the mover's pieces in square order) and the opponent's.
+//! Game-over layouts are numbered too (they are holes the solver marks).
+
+use crate::rules::{MAX_PIECES_PER_SIDE, SQUARES};
+use std::fmt;
+
+/// Rows (and columns) of the board.
+const ROWS: usize = 5;
+/// Count vectors over five rows with sum <= 5: C(10, 5).
+const COUNT_VECTORS: usize = 252;
+/// Count vectors packed in base 6, one digit per row.
+const PACKED_COUNTS: usize = 6 * 6 * 6 * 6 * 6;
+
+const fn binomial(n: usize, k: usize) -> usize {
+    if k > n {
+        return 0;
+    }
+    let mut result = 1;
+    let mut i = 0;
+    while i < k {
+        result = result * (n - i) / (i + 1);
+        i += 1;
+    }
+    result
+}
+
+/// Rank of a 5-bit pattern among the patterns with as many bits (colex).
+const fn pattern_rank(pattern: usize) -> usize {
+    let mut rank = 0;
+    let mut seen = 0;
+    let mut bit = 0;
+    while bit < 5 {
+        if pattern & (1 << bit) != 0 {
+            seen += 1;
+            rank += binomial(bit, seen);
+        }
+        bit += 1;
+    }
+    rank
+}
+
+/// Packs the bits of `pattern` that lie on `free` squares into the low bits.
+const fn compress(pattern: usize, free: usize) -> usize {
+    let mut out = 0;
+    let mut n = 0;
+    let mut bit = 0;
+    while bit < 5 {
+        if free & (1 << bit) != 0 {
+            if pattern & (1 << bit) != 0 {
+                out |= 1 << n;
+            }
+            n += 1;
+        }
+        bit += 1;
+    }
+    out
+}
+
+/// `ROW_DIGIT[mover_pattern][opponent_pattern]`: the digit of one row (for
+/// disjoint patterns): mover rank * C(5 - m, o) + opponent rank on the free
+/// squares.
+const ROW_DIGIT: [[u16; 32]; 32] = {
+    let mut table = [[u16::MAX; 32]; 32];
+    let mut m = 0;
+    while m < 32 {
+        let mut o = 0;
+        while o < 32 {
+            if m & o == 0 {
+                let mover_count = (m as u32).count_ones() as usize;
+                let opp_count = (o as u32).count_ones() as usize;
+                let free = !m & 31;
+                let opp_rank = pattern_rank(compress(o, free));
+                table[m][o] = (pattern_rank(m) * binomial(5 - mover_count, opp_count) + opp_rank) as u16;
+            }
+            o += 1;
+        }
+        m += 1;
+    }
+    table
+};
+
+/// Radix of a row digit for (mover count, opponent count) in that row.
+const fn row_radix(mover_count: usize, opp_count: usize) -> usize {
+    binomial(5, mover_count) * binomial(5 - mover_count, opp_count)
+}
+
+/// Largest row radix: C(5,2) * C(3,1) = 30 (also C(5,2)*C(3,2) = 30).
+const MAX_ROW_RADIX: usize = 30;
+
+/// `ROW_PATTERNS[m][o][digit]` = (mover pattern, opponent pattern) packed as
+/// `mover | opponent << 5`.
+const ROW_PATTERNS: [[[u16; MAX_ROW_RADIX]; 6]; 6] = {
+    let mut table = [[[u16::MAX; MAX_ROW_RADIX]; 6]; 6];
+    let mut m = 0;
+    while m < 32 {
+        let mut o = 0;
+        while o < 32 {
+            if m & o == 0 {
+                let mc = (m as u32).count_ones() as usize;
+                let oc = (o as u32).count_ones() as usize;
+                table[mc][oc][ROW_DIGIT[m][o] as usize] = (m | (o << 5)) as u16;
+            }
+            o += 1;
+        }
+        m += 1;
+    }
+    table
+};
+
+const _: () = {
+    let mut m = 0;
+    while m <= 5 {
+        let mut o = 0;
+        while o + m <= 5 {
+            assert!(row_radix(m, o) <= MAX_ROW_RADIX);
+            o += 1;
+        }
+        m += 1;
+    }
+};
+
+/// Row counts of one side packed in base 6 (row 0 least significant).
+#[inline]
+fn packed_counts(board: u32) -> usize {
+    let mut packed = 0;
+    let mut weight = 1;
+    for row in 0..ROWS {
+        packed += ((board >> (5 * row)) & 31).count_ones() as usize * weight;
+        weight *= 6;
+    }
+    packed
+}
+
+fn unpack_counts(packed: usize) -> [u8; ROWS] {
+    let mut out = [0; ROWS];
+    let mut rest = packed;
+    for count in &mut out {
+        *count = (rest % 6) as u8;
+        rest /= 6;
+    }
+    out
+}
+
+/// Dense ids of count vectors with sum <= 5, shared by all materials.
+struct CountVectors {
+    id_of_packed: Vec<u8>,
+}
+
+impl CountVectors {
+    fn new() -> CountVectors {
+        let mut id_of_packed = vec![u8::MAX; PACKED_COUNTS];
+        let mut next = 0usize;
+        for (packed, id) in id_of_packed.iter_mut().enumerate() {
+            let sum: u8 = unpack_counts(packed).iter().sum();
+            if sum as usize <= MAX_PIECES_PER_SIDE {
+                *id = next as u8;
+                next += 1;
+            }
+        }
+        assert_eq!(next, COUNT_VECTORS);
+        CountVectors { id_of_packed }
+    }
+}
+
+/// Pieces per side: `mover` pieces for the side to move, `opponent` for the
+/// other, masters included.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Material {
+    pub mover: u8,
+    pub opponent: u8,
+}
+
+impl Material {
+    pub fn new(mover: usize, opponent: usize) -> Material {
+        assert!((1..=MAX_PIECES_PER_SIDE).contains(&mover) && (1..=MAX_PIECES_PER_SIDE).contains(&opponent));
+        Material { mover: mover as u8, opponent: opponent as u8 }
+    }
+
+    /// The same material seen by the other side.
+    pub fn flipped(self) -> Material {
+        Material { mover: self.opponent, opponent: self.mover }
+    }
+
+    pub fn men(self) -> usize {
+        (self.mover + self.opponent) as usize
+    }
+
+    /// Materials with 1..=max pieces per side, in solving order: fewer men
+    /// first, so that captures always lead to solved materials.
+    pub fn all_up_to(max_per_side: usize) -> Vec<Material> {
+        let mut out = Vec::new();
+        for p in 1..=max_per_side {
+            for q in 1..=max_per_side {
+                out.push(Material::new(p, q));
+            }
+        }
+        out.sort_by_key(|m| (m.men(), m.mover));
+        out
+    }
+}
+
+impl fmt::Display for Material {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}v{}", self.mover, self.opponent)
+    }
+}
+
+/// A layout: both sides' pieces and masters, from the mover's view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Layout {
+    pub mover: u32,
+    pub opponent: u32,
+    pub mover_master: u8,
+    pub opponent_master: u8,
+}
+
+/// One group of a material's index: every layout with given per-row counts.
+#[derive(Clone, Debug)]
+pub struct Group {
+    /// Mover's pieces per row (row 0 first).
+    pub mover_counts: [u8; ROWS],
+    pub opponent_counts: [u8; ROWS],
+    /// Index of the first layout of the group within its material.
+    pub first_layout: u64,
+    /// Number of layouts in the group.
+    pub layouts: u64,
+    /// Weight of each row digit in the placement number.
+    row_weights: [u64; ROWS],
+    row_radices: [u8; ROWS],
+}
+
+impl Group {
+    /// The (mover pattern, opponent pattern) of each row for a placement
+    /// number.
+    pub(crate) fn placement(&self, mut placement: u64) -> (u32, u32) {
+        let (mut mover, mut opponent) = (0u32, 0u32);
+        for row in 0..ROWS {
+            let radix = self.row_radices[row] as u64;
+            let digit = (placement % radix) as usize;
+            placement /= radix;
+            let packed = ROW_PATTERNS[self.mover_counts[row] as usize][self.opponent_counts[row] as usize][digit] as u32;
+            mover |= (packed & 31) << (5 * row);
+            opponent |= (packed >> 5) << (5 * row);
+        }
+        (mover, opponent)
+    }
+}
+
+/// The index of one material.
+pub struct MaterialIndex {
+    pub material: Material,
+    groups: Vec<Group>,
+    /// Group number by (mover count-vector id, opponent count-vector id).
+    group_of: Vec<u32>,
+    layouts: u64,
+    count_vectors: CountVectors,
+}
+
+const NO_GROUP: u32 = u32::MAX;
+
+impl MaterialIndex {
+    pub fn new(material: Material) -> MaterialIndex {
+        let count_vectors = CountVectors::new();
+        let (p, q) = (material.mover as usize, material.opponent as usize);
+        let mut groups = Vec::new();
+        let mut group_of = vec![NO_GROUP; COUNT_VECTORS * COUNT_VECTORS];
+        let mut first_layout = 0u64;
+        for mover_packed in 0..PACKED_COUNTS {
+            let mover_counts = unpack_counts(mover_packed);
+            if mover_counts.iter().map(|&c| c as usize).sum::<usize>() != p {
+                continue;
+            }
+            for opp_packed in 0..PACKED_COUNTS {
+                let opponent_counts = unpack_counts(opp_packed);
+                if opponent_counts.iter().map(|&c| c as usize).sum::<usize>() != q {
+                    continue;
+                }
+                if (0..ROWS).any(|r| mover_counts[r] + opponent_counts[r] > 5) {
+                    continue;
+                }
+                let mut row_weights = [0u64; ROWS];
+                let mut row_radices = [0u8; ROWS];
+                let mut placements = 1u64;
+                for row in 0..ROWS {
+                    row_weights[row] = placements;
+                    let radix = row_radix(mover_counts[row] as usize, opponent_counts[row] as usize);
+                    row_radices[row] = radix as u8;
+                    placements *= radix as u64;
+                }
+                let layouts = placements * (p * q) as u64;
+                let key = count_vectors.id_of_packed[mover_packed] as usize * COUNT_VECTORS
+                    + count_vectors.id_of_packed[opp_packed] as usize;
+                group_of[key] = groups.len() as u32;
+                groups.push(Group { mover_counts, opponent_counts, first_layout, layouts, row_weights, row_radices });
+                first_layout += layouts;
+            }
+        }
+        MaterialIndex { material, groups, group_of, layouts: first_layout, count_vectors }
+    }
+
+    /// Number of layouts (each with 30 card states).
+    pub fn layouts(&self) -> u64 {
+        self.layouts
+    }
+
+    pub fn groups(&self) -> &[Group] {
+        &self.groups
+    }
+
+    /// The group a layout's boards belong to.
+    #[inline]
+    pub fn group_of(&self, mover: u32, opponent: u32) -> &Group {
+        let key = self.count_vectors.id_of_packed[packed_counts(mover)] as usize * COUNT_VECTORS
+            + self.count_vectors.id_of_packed[packed_counts(opponent)] as usize;
+        let group = self.group_of[key];
+        debug_assert_ne!(group, NO_GROUP, "boards do not belong to material {}", self.material);
+        &self.groups[group as usize]
+    }
+
+    /// Layout number of a well-formed layout of this material.
+    #[inline]
+    pub fn rank(&self, layout: &Layout) -> u64 {
+        let group = self.group_of(layout.mover, layout.opponent);
+        self.rank_in(group, layout)
+    }
+
+    /// Layout number, given the layout's group.
+    #[inline]
+    pub fn rank_in(&self, group: &Group, layout: &Layout) -> u64 {
+        debug_assert_eq!(layout.mover.count_ones(), self.material.mover as u32);
+        debug_assert_eq!(layout.opponent.count_ones(), self.material.opponent as u32);
+        debug_assert_eq!(layout.mover & layout.opponent, 0);
+        let mut placement = 0u64;
+        for row in 0..ROWS {
+            let m = ((layout.mover >> (5 * row)) & 31) as usize;
+            let o = ((layout.opponent >> (5 * row)) & 31) as usize;
+            placement += ROW_DIGIT[m][o] as u64 * group.row_weights[row];
+        }
+        let mover_master = (layout.mover & ((1u32 << layout.mover_master) - 1)).count_ones() as u64;
+        let opp_master = (layout.opponent & ((1u32 << layout.opponent_master) - 1)).count_ones() as u64;
+        let q = self.material.opponent as u64;
+        let index = group.first_layout + (placement * self.material.mover as u64 + mover_master) * q + opp_master;
+        debug_assert!(index < group.first_layout + group.layouts);
+        index
+    }
+
+    /// The layout with number `index` in `group`.
+    pub fn unrank_in(&self, group: &Group, index: u64) -> Layout {
+        debug_assert!(index >= group.first_layout && index < group.first_layout + group.layouts);
+        let local = index - group.first_layout;
+        let (p, q) = (self.material.mover as u64, self.material.opponent as u64);
+        let opp_master = (local % q) as u32;
+        let mover_master = ((local / q) % p) as u32;
+        let (mover, opponent) = group.placement(local / (p * q));
+        Layout {
+            mover,
+            opponent,
+            mover_master: nth_square(mover, mover_master),
+            opponent_master: nth_square(opponent, opp_master),
+        }
+    }
+
+    /// The layout with number `index`.
+    pub fn unrank(&self, index: u64) -> Layout {
+        assert!(index < self.layouts, "layout {index} out of range for {}", self.material);
+        let g = self.groups.partition_point(|g| g.first_layout + g.layouts <= index);
+        self.unrank_in(&self.groups[g], index)
+    }
+
+    /// All layouts of a group with their numbers, in order.
+    pub fn layouts_of<'a>(&'a self, group: &'a Group) -> impl Iterator<Item = (u64, Layout)> + 'a {
+        let (p, q) = (self.material.mover as u32, self.material.opponent as u32);
+        let placements = group.layouts / (p * q) as u64;
+        (0..placements).flat_map(move |placement| {
+            let (mover, opponent) = group.placement(placement);
+            let base = group.first_layout + placement * (p * q) as u64;
+            (0..p).flat_map(move |i| {
+                (0..q).map(move |j| {
+                    let layout = Layout {
+                        mover,
+                        opponent,
+                        mover_master: nth_square(mover, i),
+                        opponent_master: nth_square(opponent, j),
+                    };
+                    (base + (i * q + j) as u64, layout)
+                })
+            })
+        })
+    }
+}
+
+/// The square of the n-th set bit (n = 0 is the lowest).
+#[inline]
+fn nth_square(board: u32, n: u32) -> u8 {
+    let mut rest = board;
+    for _ in 0..n {
+        rest &= rest - 1;
+    }
+    debug_assert_ne!(rest, 0);
+    rest.trailing_zeros() as u8
+}
+
+/// Layouts of a material counted directly: placements times master choices.
+pub fn layouts_by_formula(material: Material) -> u64 {
+    let (p, q) = (material.mover as usize, material.opponent as usize);
+    (binomial(SQUARES, p) * binomial(SQUARES - p, q) * p * q) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_digits_are_dense_per_count_class() {
+        for mc in 0..=5 {
+            for oc in 0..=5 - mc {
+                for digit in 0..row_radix(mc, oc) {
+                    let packed = ROW_PATTERNS[mc][oc][digit] as usize;
+                    assert_ne!(packed, u16::MAX as usize, "hole at {mc} {oc} {digit}");
+                    assert_eq!(ROW_DIGIT[packed & 31][packed >> 5] as usize, digit);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn materials_have_the_expected_number_of_layouts() {
+        for p in 1..=5 {
+            for q in 1..=5 {
+                let m = Material::new(p, q);
+                assert_eq!(MaterialIndex::new(m).layouts(), layouts_by_formula(m), "{m}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_layout_round_trips_in_small_materials() {
+        for (p, q) in [(1, 1), (2, 1), (1, 2), (2, 2)] {
+            let index = MaterialIndex::new(Material::new(p, q));
+            let mut expected = 0;
+            for group in index.groups() {
+                for (number, layout) in index.layouts_of(group) {
+                    assert_eq!(number, expected);
+                    expected += 1;
+                    assert_eq!(index.rank(&layout), number);
+                    assert_eq!(index.unrank(number), layout);
+                }
+            }
+            assert_eq!(expected, index.layouts());
+        }
+    }
+}

@@ -1,0 +1,610 @@
+//! The game of Onitama: cards, card sets, card states, positions and moves.
+//!
+//! Owns everything about the rules and nothing about storage: no index, no
+//! I/O. Positions are always seen from the side to move ("mover"), which
+//! moves toward higher rows; after a move the board is turned 180 degrees so
+//! that the new mover again moves up. Square = 5 * row + col.
+//!
+//! Card states: the five cards of a game are dealt 2 (mover) - 2 (opponent)
+//! - 1 (side), 30 ways. A card state `k` is `side * 6 + pair`, where `pair`
+//! picks the mover's two cards among the four non-side cards (in card-set
+//! order, pairs in the order of [`PAIRS`]). Grouping by side card matters for
+//! speed: after a move with card `c`, `c` is the side card, so every
+//! successor state of a move with `c` lies in the six bits `6c..6c+6` of a
+//! 30-bit card-state word.
+
+use std::fmt;
+use thiserror::Error;
+
+/// Number of squares on the board.
+pub const SQUARES: usize = 25;
+/// Bits of a 25-square bitboard.
+pub const BOARD_MASK: u32 = (1 << SQUARES) - 1;
+/// Cards in one game.
+pub const CARDS_PER_GAME: usize = 5;
+/// 5 choose 1 side card times 4 choose 2 mover cards.
+pub const CARD_STATES: usize = 30;
+/// Bits of a card-state word: one bit per card state.
+pub const ALL_CARD_STATES: u32 = (1 << CARD_STATES) - 1;
+/// Most pieces one side can have: a master and four students.
+pub const MAX_PIECES_PER_SIDE: usize = 5;
+/// The square the mover's master must reach to win: the centre of the
+/// opponent's home row (row 4, col 2).
+pub const MOVER_TARGET: u8 = 22;
+/// The square the opponent's master must reach: the mover's temple.
+pub const OPPONENT_TARGET: u8 = 2;
+
+const _: () = assert!(CARD_STATES == 5 * 6);
+const _: () = assert!(MOVER_TARGET as usize == SQUARES - 1 - OPPONENT_TARGET as usize);
+
+/// Mover's card pairs among the four non-side cards, by position.
+pub const PAIRS: [(usize, usize); 6] = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)];
+
+/// A movement card: a name and the (dx, dy) offsets it allows the side that
+/// holds it, seen from that side (dy > 0 is forward).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Card {
+    pub name: &'static str,
+    pub offsets: &'static [(i8, i8)],
+}
+
+/// The 16 cards of the base game. Card definitions are data: a new card is a
+/// new entry here and nothing else changes.
+pub const BASE_CARDS: [Card; 16] = [
+    Card { name: "Boar", offsets: &[(0, 1), (-1, 0), (1, 0)] },
+    Card { name: "Cobra", offsets: &[(-1, 0), (1, 1), (1, -1)] },
+    Card { name: "Crab", offsets: &[(0, 1), (-2, 0), (2, 0)] },
+    Card { name: "Crane", offsets: &[(0, 1), (-1, -1), (1, -1)] },
+    Card { name: "Dragon", offsets: &[(-2, 1), (2, 1), (-1, -1), (1, -1)] },
+    Card { name: "Eel", offsets: &[(-1, 1), (-1, -1), (1, 0)] },
+    Card { name: "Elephant", offsets: &[(-1, 1), (1, 1), (-1, 0), (1, 0)] },
+    Card { name: "Frog", offsets: &[(-2, 0), (-1, 1), (1, -1)] },
+    Card { name: "Goose", offsets: &[(-1, 1), (-1, 0), (1, 0), (1, -1)] },
+    Card { name: "Horse", offsets: &[(0, 1), (-1, 0), (0, -1)] },
+    Card { name: "Mantis", offsets: &[(-1, 1), (1, 1), (0, -1)] },
+    Card { name: "Monkey", offsets: &[(-1, 1), (1, 1), (-1, -1), (1, -1)] },
+    Card { name: "Ox", offsets: &[(0, 1), (1, 0), (0, -1)] },
+    Card { name: "Rabbit", offsets: &[(2, 0), (1, 1), (-1, -1)] },
+    Card { name: "Rooster", offsets: &[(1, 1), (-1, 0), (1, 0), (-1, -1)] },
+    Card { name: "Tiger", offsets: &[(0, 2), (0, -1)] },
+];
+
+/// The card set most published numbers use.
+pub const DEFAULT_CARD_NAMES: [&str; 5] = ["Boar", "Ox", "Elephant", "Horse", "Crab"];
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum RulesError {
+    #[error("unknown card '{0}' (known cards: {1})")]
+    UnknownCard(String, String),
+    #[error("card '{0}' is named twice")]
+    DuplicateCard(String),
+    #[error("a card set needs exactly 5 cards, got {0}")]
+    WrongCardCount(usize),
+    #[error("unknown no-move rule '{0}' (expected 'pass' or 'loss')")]
+    UnknownNoMoveRule(String),
+}
+
+/// What happens when the side to move has no legal move with either card.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NoMoveRule {
+    /// Official rule: exchange one of one's cards with the side card
+    /// without moving.
+    Pass,
+    /// As some generators count it: the side without a move loses.
+    Loss,
+}
+
+impl NoMoveRule {
+    pub fn name(self) -> &'static str {
+        match self {
+            NoMoveRule::Pass => "pass",
+            NoMoveRule::Loss => "loss",
+        }
+    }
+}
+
+impl std::str::FromStr for NoMoveRule {
+    type Err = RulesError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "pass" => Ok(NoMoveRule::Pass),
+            "loss" => Ok(NoMoveRule::Loss),
+            _ => Err(RulesError::UnknownNoMoveRule(s.to_string())),
+        }
+    }
+}
+
+/// Five distinct cards, kept in catalogue order so that the same set always
+/// gives the same card-state numbering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CardSet {
+    cards: [Card; CARDS_PER_GAME],
+}
+
+impl CardSet {
+    /// Parses names (case-insensitive) against the base catalogue.
+    pub fn from_names<S: AsRef<str>>(names: &[S]) -> Result<CardSet, RulesError> {
+        Self::from_names_in(names, &BASE_CARDS)
+    }
+
+    /// Parses names against any catalogue (expansion cards, a user's own).
+    pub fn from_names_in<S: AsRef<str>>(names: &[S], catalogue: &[Card]) -> Result<CardSet, RulesError> {
+        let mut picked: Vec<usize> = Vec::with_capacity(names.len());
+        for name in names {
+            let name = name.as_ref().trim();
+            let id = catalogue
+                .iter()
+                .position(|card| card.name.eq_ignore_ascii_case(name))
+                .ok_or_else(|| {
+                    let known: Vec<&str> = catalogue.iter().map(|c| c.name).collect();
+                    RulesError::UnknownCard(name.to_string(), known.join(", "))
+                })?;
+            if picked.contains(&id) {
+                return Err(RulesError::DuplicateCard(catalogue[id].name.to_string()));
+            }
+            picked.push(id);
+        }
+        if picked.len() != CARDS_PER_GAME {
+            return Err(RulesError::WrongCardCount(picked.len()));
+        }
+        picked.sort_unstable();
+        let cards = std::array::from_fn(|i| catalogue[picked[i]]);
+        Ok(CardSet { cards })
+    }
+
+    pub fn default_set() -> CardSet {
+        CardSet::from_names(&DEFAULT_CARD_NAMES).expect("default card names are in the catalogue")
+    }
+
+    pub fn cards(&self) -> &[Card; CARDS_PER_GAME] {
+        &self.cards
+    }
+
+    pub fn card(&self, slot: usize) -> Card {
+        self.cards[slot]
+    }
+
+    /// Slot (0..5) of a card named `name` in this set.
+    pub fn slot_of(&self, name: &str) -> Option<usize> {
+        self.cards.iter().position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.cards.iter().map(|c| c.name).collect()
+    }
+}
+
+impl fmt::Display for CardSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.names().join(","))
+    }
+}
+
+/// The rules a table is built under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Rules {
+    pub cards: CardSet,
+    pub no_move: NoMoveRule,
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Rules { cards: CardSet::default_set(), no_move: NoMoveRule::Pass }
+    }
+}
+
+/// One of the 30 deals of the five cards, see the module comment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CardState(u8);
+
+impl CardState {
+    pub fn new(index: usize) -> CardState {
+        assert!(index < CARD_STATES, "card state {index} out of range");
+        CardState(index as u8)
+    }
+
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+
+    pub fn all() -> impl Iterator<Item = CardState> {
+        (0..CARD_STATES).map(CardState::new)
+    }
+
+    /// The slot of the side card.
+    pub fn side(self) -> usize {
+        self.index() / 6
+    }
+
+    /// The four non-side card slots in ascending order.
+    fn others(side: usize) -> [usize; 4] {
+        let mut out = [0; 4];
+        let mut n = 0;
+        for slot in 0..CARDS_PER_GAME {
+            if slot != side {
+                out[n] = slot;
+                n += 1;
+            }
+        }
+        out
+    }
+
+    /// Slots of the mover's two cards.
+    pub fn mover_cards(self) -> [usize; 2] {
+        let others = Self::others(self.side());
+        let (a, b) = PAIRS[self.index() % 6];
+        [others[a], others[b]]
+    }
+
+    /// Slots of the opponent's two cards.
+    pub fn opponent_cards(self) -> [usize; 2] {
+        let others = Self::others(self.side());
+        let (a, b) = PAIRS[self.index() % 6];
+        let mut out = [0; 2];
+        let mut n = 0;
+        for (i, &slot) in others.iter().enumerate() {
+            if i != a && i != b {
+                out[n] = slot;
+                n += 1;
+            }
+        }
+        out
+    }
+
+    /// The card state with these hands; `None` unless the five slots are
+    /// all different.
+    pub fn from_hands(mover: [usize; 2], opponent: [usize; 2], side: usize) -> Option<CardState> {
+        let mut seen = 0u32;
+        for slot in [mover[0], mover[1], opponent[0], opponent[1], side] {
+            if slot >= CARDS_PER_GAME || seen & (1 << slot) != 0 {
+                return None;
+            }
+            seen |= 1 << slot;
+        }
+        CardState::all().find(|k| {
+            k.side() == side && {
+                let m = k.mover_cards();
+                (m[0] == mover[0] && m[1] == mover[1]) || (m[0] == mover[1] && m[1] == mover[0])
+            }
+        })
+    }
+
+    pub fn holds(self, slot: usize) -> bool {
+        self.mover_cards().contains(&slot)
+    }
+
+    /// The card state after the mover plays (or, passing, gives up) card
+    /// `slot`, seen from the new mover: `slot` becomes the side card, the old
+    /// side card goes to the old mover, who is now the opponent.
+    ///
+    /// # Panics
+    /// If the mover does not hold `slot`.
+    pub fn after_playing(self, slot: usize) -> CardState {
+        let mover = self.mover_cards();
+        assert!(mover.contains(&slot), "card slot {slot} not held in state {}", self.0);
+        let kept = if mover[0] == slot { mover[1] } else { mover[0] };
+        CardState::from_hands(self.opponent_cards(), [kept, self.side()], slot).expect("a deal stays a deal")
+    }
+}
+
+/// Per-card-set lookup tables for card-state words (30-bit masks, bit k =
+/// card state k).
+#[derive(Clone, Debug)]
+pub struct CardTables {
+    /// States in which the mover holds card slot c.
+    pub holds: [u32; CARDS_PER_GAME],
+    /// `expand[c][g]`: for a 6-bit set g of successor states in group c (side
+    /// card c), the set of states holding c whose move with c leads into g.
+    pub expand: [[u32; 64]; CARDS_PER_GAME],
+}
+
+impl CardTables {
+    pub fn new() -> CardTables {
+        let mut holds = [0u32; CARDS_PER_GAME];
+        let mut expand = [[0u32; 64]; CARDS_PER_GAME];
+        for k in CardState::all() {
+            for slot in k.mover_cards() {
+                holds[slot] |= 1 << k.index();
+                let next = k.after_playing(slot);
+                debug_assert_eq!(next.side(), slot);
+                let bit = next.index() % 6;
+                for (g, word) in expand[slot].iter_mut().enumerate() {
+                    if g & (1 << bit) != 0 {
+                        *word |= 1 << k.index();
+                    }
+                }
+            }
+        }
+        CardTables { holds, expand }
+    }
+
+    /// Mask of the six states of group c (side card c).
+    pub const fn group_mask(slot: usize) -> u32 {
+        0x3f << (6 * slot)
+    }
+
+    /// Maps a word over successor states (any group) to the states of the
+    /// mover whose move with a card in `cards` (bit set of slots) leads into
+    /// the word: OR over those cards.
+    #[inline]
+    pub fn any_predecessor(&self, successor_word: u32, cards: u32) -> u32 {
+        let mut out = 0;
+        let mut cards = cards;
+        while cards != 0 {
+            let c = cards.trailing_zeros() as usize;
+            cards &= cards - 1;
+            out |= self.expand[c][((successor_word >> (6 * c)) & 0x3f) as usize];
+        }
+        out
+    }
+
+    /// States in which every card the mover holds has all its moves into the
+    /// per-card accumulated sets of `acc_and` (group c = AND over moves with
+    /// card c); a held card with no moves counts as vacuously true.
+    #[inline]
+    pub fn all_held(&self, acc_and: u32) -> u32 {
+        let mut out = ALL_CARD_STATES;
+        for c in 0..CARDS_PER_GAME {
+            out &= self.expand[c][((acc_and >> (6 * c)) & 0x3f) as usize] | !self.holds[c];
+        }
+        out & ALL_CARD_STATES
+    }
+}
+
+impl Default for CardTables {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Turns a bitboard by 180 degrees: square s goes to 24 - s.
+#[inline]
+pub fn rotate(board: u32) -> u32 {
+    debug_assert_eq!(board & !BOARD_MASK, 0);
+    board.reverse_bits() >> (32 - SQUARES)
+}
+
+#[inline]
+pub fn rotate_square(square: u8) -> u8 {
+    (SQUARES as u8 - 1) - square
+}
+
+/// The square reached from `square` by (dx, dy), if on the board.
+#[inline]
+pub fn step(square: u8, dx: i8, dy: i8) -> Option<u8> {
+    let col = (square % 5) as i8 + dx;
+    let row = (square / 5) as i8 + dy;
+    if (0..5).contains(&col) && (0..5).contains(&row) {
+        Some((row * 5 + col) as u8)
+    } else {
+        None
+    }
+}
+
+/// A position seen from the side to move. Boards are 25-bit bitboards that
+/// include the masters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Position {
+    pub mover: u32,
+    pub opponent: u32,
+    pub mover_master: u8,
+    pub opponent_master: u8,
+    pub cards: CardState,
+}
+
+/// What a move leads to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The mover wins on the spot (captured the master or reached the
+    /// target square).
+    Win,
+    /// The game goes on from this position (seen from the new mover).
+    Continue(Position),
+}
+
+/// A legal move (or a pass, with `from == to`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Move {
+    pub card_slot: usize,
+    pub from: u8,
+    pub to: u8,
+    pub outcome: Outcome,
+}
+
+impl Move {
+    pub fn is_pass(&self) -> bool {
+        self.from == self.to
+    }
+}
+
+impl Position {
+    /// Checks that boards are disjoint, masters are on their own pieces and
+    /// piece counts are in range. Does not reject game-over positions.
+    pub fn is_well_formed(&self) -> bool {
+        let pieces_ok = |board: u32| (1..=MAX_PIECES_PER_SIDE as u32).contains(&board.count_ones());
+        self.mover & !BOARD_MASK == 0
+            && self.opponent & !BOARD_MASK == 0
+            && self.mover & self.opponent == 0
+            && pieces_ok(self.mover)
+            && pieces_ok(self.opponent)
+            && (self.mover_master as usize) < SQUARES
+            && (self.opponent_master as usize) < SQUARES
+            && self.mover & (1 << self.mover_master) != 0
+            && self.opponent & (1 << self.opponent_master) != 0
+    }
+
+    /// A master already stands on its target square: the game ended before
+    /// this position, so tables hold no value for it.
+    pub fn is_game_over(&self) -> bool {
+        self.mover_master == MOVER_TARGET || self.opponent_master == OPPONENT_TARGET
+    }
+
+    /// The board after the mover plays `slot` from `from` to `to` (or passes
+    /// with `from == to`), turned to the new mover's view.
+    fn play(&self, slot: usize, from: u8, to: u8) -> Outcome {
+        let to_bit = 1u32 << to;
+        if from != to && (to == self.opponent_master || (from == self.mover_master && to == MOVER_TARGET)) {
+            return Outcome::Win;
+        }
+        let moved = (self.mover & !(1 << from)) | to_bit;
+        let master = if from == self.mover_master { to } else { self.mover_master };
+        Outcome::Continue(Position {
+            mover: rotate(self.opponent & !to_bit),
+            opponent: rotate(moved),
+            mover_master: rotate_square(self.opponent_master),
+            opponent_master: rotate_square(master),
+            cards: self.cards.after_playing(slot),
+        })
+    }
+
+    /// Every legal move, including passes when the rules call for them.
+    /// Empty under [`NoMoveRule::Loss`] when the mover has no move.
+    pub fn moves(&self, rules: &Rules) -> Vec<Move> {
+        let mut moves = Vec::new();
+        for slot in self.cards.mover_cards() {
+            let card = rules.cards.card(slot);
+            let mut pieces = self.mover;
+            while pieces != 0 {
+                let from = pieces.trailing_zeros() as u8;
+                pieces &= pieces - 1;
+                for &(dx, dy) in card.offsets {
+                    let Some(to) = step(from, dx, dy) else { continue };
+                    if self.mover & (1 << to) != 0 {
+                        continue;
+                    }
+                    moves.push(Move { card_slot: slot, from, to, outcome: self.play(slot, from, to) });
+                }
+            }
+        }
+        if moves.is_empty() && rules.no_move == NoMoveRule::Pass {
+            for slot in self.cards.mover_cards() {
+                let at = self.mover_master;
+                moves.push(Move { card_slot: slot, from: at, to: at, outcome: self.play(slot, at, at) });
+            }
+        }
+        moves
+    }
+
+    /// Every position from which one move (not a pass, not a winning move)
+    /// leads here, including captures of one of our students, which come from
+    /// a material with one more mover piece.
+    pub fn predecessors(&self, rules: &Rules) -> Vec<Position> {
+        let mut out = Vec::new();
+        let slot = self.cards.side();
+        let card = rules.cards.card(slot);
+        // The previous mover is our opponent; its pieces and cards in its
+        // own (turned) view.
+        let before_mover = rotate(self.opponent);
+        let before_master = rotate_square(self.opponent_master);
+        let before_opponent = rotate(self.mover);
+        let opp_cards = self.cards.opponent_cards();
+        let mut pieces = before_mover;
+        while pieces != 0 {
+            let to = pieces.trailing_zeros() as u8;
+            pieces &= pieces - 1;
+            for &(dx, dy) in card.offsets {
+                let Some(from) = step(to, -dx, -dy) else { continue };
+                if (before_mover | before_opponent) & (1 << from) != 0 {
+                    continue;
+                }
+                let mover_board = (before_mover & !(1 << to)) | (1 << from);
+                let master = if to == before_master { from } else { before_master };
+                let mut boards = vec![before_opponent];
+                if before_opponent.count_ones() < MAX_PIECES_PER_SIDE as u32 {
+                    boards.push(before_opponent | (1 << to));
+                }
+                for opponent_board in boards {
+                    for (kept, side) in [(opp_cards[0], opp_cards[1]), (opp_cards[1], opp_cards[0])] {
+                        let cards = CardState::from_hands([slot, kept], self.cards.mover_cards(), side)
+                            .expect("a deal stays a deal");
+                        let before = Position {
+                            mover: mover_board,
+                            opponent: opponent_board,
+                            mover_master: master,
+                            opponent_master: rotate_square(self.mover_master),
+                            cards,
+                        };
+                        if !before.is_game_over() {
+                            out.push(before);
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn card_names_parse_case_insensitively_in_catalogue_order() {
+        let set = CardSet::from_names(&["crab", "BOAR", "Ox", "horse", "Elephant"]).unwrap();
+        assert_eq!(set.names(), vec!["Boar", "Crab", "Elephant", "Horse", "Ox"]);
+        assert_eq!(set, CardSet::default_set());
+    }
+
+    #[test]
+    fn bad_card_sets_are_refused() {
+        assert!(matches!(CardSet::from_names(&["Boar", "Ox", "Elephant", "Horse", "Wolf"]), Err(RulesError::UnknownCard(..))));
+        assert_eq!(CardSet::from_names(&["Boar", "Ox", "Elephant", "Horse", "boar"]), Err(RulesError::DuplicateCard("Boar".into())));
+        assert_eq!(CardSet::from_names(&["Boar", "Ox"]), Err(RulesError::WrongCardCount(2)));
+        assert_eq!(CardSet::from_names(&["Boar", "Ox", "Elephant", "Horse", "Crab", "Tiger"]), Err(RulesError::WrongCardCount(6)));
+    }
+
+    #[test]
+    fn card_states_are_the_thirty_deals() {
+        let mut seen = std::collections::HashSet::new();
+        for k in CardState::all() {
+            let m = k.mover_cards();
+            let o = k.opponent_cards();
+            let mut all = vec![m[0], m[1], o[0], o[1], k.side()];
+            all.sort();
+            assert_eq!(all, vec![0, 1, 2, 3, 4]);
+            assert_eq!(CardState::from_hands(m, o, k.side()), Some(k));
+            assert!(seen.insert((m, k.side())));
+        }
+    }
+
+    #[test]
+    fn playing_a_card_passes_it_to_the_side() {
+        for k in CardState::all() {
+            for slot in k.mover_cards() {
+                let next = k.after_playing(slot);
+                assert_eq!(next.side(), slot);
+                let mut new_mover = next.mover_cards();
+                new_mover.sort();
+                let mut old_opp = k.opponent_cards();
+                old_opp.sort();
+                assert_eq!(new_mover, old_opp);
+                assert!(next.opponent_cards().contains(&k.side()));
+            }
+        }
+    }
+
+    #[test]
+    fn rotation_is_an_involution_and_maps_targets() {
+        assert_eq!(rotate(1 << MOVER_TARGET), 1 << OPPONENT_TARGET);
+        for s in 0..25u8 {
+            assert_eq!(rotate(1 << s), 1 << rotate_square(s));
+        }
+        assert_eq!(rotate(rotate(0x1234567)), 0x1234567);
+    }
+
+    #[test]
+    fn expand_tables_agree_with_after_playing() {
+        let t = CardTables::new();
+        for k in CardState::all() {
+            for c in 0..5 {
+                let expect = k.holds(c);
+                assert_eq!(t.holds[c] & (1 << k.index()) != 0, expect);
+                if expect {
+                    let next = k.after_playing(c);
+                    assert_ne!(t.any_predecessor(1 << next.index(), 1 << c) & (1 << k.index()), 0);
+                }
+            }
+        }
+    }
+}
