@@ -260,7 +260,8 @@ impl Group {
             let radix = self.row_radices[row] as u64;
             let digit = (placement % radix) as usize;
             placement /= radix;
-            let packed = ROW_PATTERNS[self.mover_counts[row] as usize][self.opponent_counts[row] as usize][digit] as u32;
+            let packed =
+                ROW_PATTERNS[self.mover_counts[row] as usize][self.opponent_counts[row] as usize][digit] as u32;
             mover |= (packed & 31) << (5 * row);
             opponent |= (packed >> 5) << (5 * row);
         }

@@ -132,13 +132,10 @@ impl CardSet {
         let mut picked: Vec<usize> = Vec::with_capacity(names.len());
         for name in names {
             let name = name.as_ref().trim();
-            let id = catalogue
-                .iter()
-                .position(|card| card.name.eq_ignore_ascii_case(name))
-                .ok_or_else(|| {
-                    let known: Vec<&str> = catalogue.iter().map(|c| c.name).collect();
-                    RulesError::UnknownCard(name.to_string(), known.join(", "))
-                })?;
+            let id = catalogue.iter().position(|card| card.name.eq_ignore_ascii_case(name)).ok_or_else(|| {
+                let known: Vec<&str> = catalogue.iter().map(|c| c.name).collect();
+                RulesError::UnknownCard(name.to_string(), known.join(", "))
+            })?;
             if picked.contains(&id) {
                 return Err(RulesError::DuplicateCard(catalogue[id].name.to_string()));
             }
@@ -374,11 +371,7 @@ pub fn rotate_square(square: u8) -> u8 {
 pub fn step(square: u8, dx: i8, dy: i8) -> Option<u8> {
     let col = (square % 5) as i8 + dx;
     let row = (square / 5) as i8 + dy;
-    if (0..5).contains(&col) && (0..5).contains(&row) {
-        Some((row * 5 + col) as u8)
-    } else {
-        None
-    }
+    if (0..5).contains(&col) && (0..5).contains(&row) { Some((row * 5 + col) as u8) } else { None }
 }
 
 /// A position seen from the side to move. Boards are 25-bit bitboards that
@@ -548,10 +541,19 @@ mod tests {
 
     #[test]
     fn bad_card_sets_are_refused() {
-        assert!(matches!(CardSet::from_names(&["Boar", "Ox", "Elephant", "Horse", "Wolf"]), Err(RulesError::UnknownCard(..))));
-        assert_eq!(CardSet::from_names(&["Boar", "Ox", "Elephant", "Horse", "boar"]), Err(RulesError::DuplicateCard("Boar".into())));
+        assert!(matches!(
+            CardSet::from_names(&["Boar", "Ox", "Elephant", "Horse", "Wolf"]),
+            Err(RulesError::UnknownCard(..))
+        ));
+        assert_eq!(
+            CardSet::from_names(&["Boar", "Ox", "Elephant", "Horse", "boar"]),
+            Err(RulesError::DuplicateCard("Boar".into()))
+        );
         assert_eq!(CardSet::from_names(&["Boar", "Ox"]), Err(RulesError::WrongCardCount(2)));
-        assert_eq!(CardSet::from_names(&["Boar", "Ox", "Elephant", "Horse", "Crab", "Tiger"]), Err(RulesError::WrongCardCount(6)));
+        assert_eq!(
+            CardSet::from_names(&["Boar", "Ox", "Elephant", "Horse", "Crab", "Tiger"]),
+            Err(RulesError::WrongCardCount(6))
+        );
     }
 
     #[test]

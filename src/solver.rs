@@ -22,11 +22,11 @@
 
 use crate::index::{Group, Layout, Material, MaterialIndex};
 use crate::rules::{
-    rotate, rotate_square, CardState, CardTables, NoMoveRule, Rules, ALL_CARD_STATES, CARDS_PER_GAME, CARD_STATES,
-    MAX_PIECES_PER_SIDE, MOVER_TARGET, SQUARES,
+    ALL_CARD_STATES, CARD_STATES, CARDS_PER_GAME, CardState, CardTables, MAX_PIECES_PER_SIDE, MOVER_TARGET, NoMoveRule,
+    Rules, SQUARES, rotate, rotate_square,
 };
 use crate::table::{SolvedMaterial, Table};
-use crate::value::{self, Value, DRAW, MAX_LOSS_PLIES, NO_VALUE};
+use crate::value::{self, DRAW, MAX_LOSS_PLIES, NO_VALUE, Value};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use thiserror::Error;
@@ -305,7 +305,8 @@ fn solve_pair(
     let mut decided = 0u64;
     for work in works.iter_mut() {
         let material = work.index.material;
-        let captured = (material.opponent > 1).then(|| &solved[&Material::new(material.opponent as usize - 1, material.mover as usize)]);
+        let captured = (material.opponent > 1)
+            .then(|| &solved[&Material::new(material.opponent as usize - 1, material.mover as usize)]);
         let (count, deepest) = initialize(rules, moves, work, captured);
         decided += count;
         pending_plies = pending_plies.max(deepest);
@@ -314,7 +315,11 @@ fn solve_pair(
     let mut quiet_steps = 0;
     let mut depth: u16 = 1;
     loop {
-        let new = if depth % 2 == 1 { win_step_all(rules, moves, works, depth) } else { loss_step_all(rules, moves, works, depth) };
+        let new = if depth % 2 == 1 {
+            win_step_all(rules, moves, works, depth)
+        } else {
+            loss_step_all(rules, moves, works, depth)
+        };
         decided += new;
         progress(Progress::Step { depth_plies: depth, decided });
         quiet_steps = if new == 0 { quiet_steps + 1 } else { 0 };
@@ -358,11 +363,7 @@ fn pair_views(works: &mut [Work], i: usize) -> (&mut Work, Option<&Work>) {
         (&mut works[0], None)
     } else {
         let (a, b) = works.split_at_mut(1);
-        if i == 0 {
-            (&mut a[0], Some(&b[0]))
-        } else {
-            (&mut b[0], Some(&a[0]))
-        }
+        if i == 0 { (&mut a[0], Some(&b[0])) } else { (&mut b[0], Some(&a[0])) }
     }
 }
 

@@ -4,8 +4,8 @@
 //! solved or how it is stored on disk.
 
 use crate::index::{Layout, Material, MaterialIndex};
-use crate::rules::{Position, Rules, CARD_STATES};
-use crate::value::{Value, DRAW, NO_VALUE};
+use crate::rules::{CARD_STATES, Position, Rules};
+use crate::value::{DRAW, NO_VALUE, Value};
 use rayon::prelude::*;
 use serde::Serialize;
 
