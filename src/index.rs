@@ -129,6 +129,38 @@ const ROW_PATTERNS: [[[u16; MAX_ROW_RADIX]; 6]; 6] = {
     table
 };
 
+/// Reverses a 5-bit row pattern: the 180-degree turn mirrors columns.
+const fn reverse_row(pattern: usize) -> usize {
+    let mut out = 0;
+    let mut bit = 0;
+    while bit < 5 {
+        if pattern & (1 << bit) != 0 {
+            out |= 1 << (4 - bit);
+        }
+        bit += 1;
+    }
+    out
+}
+
+/// `TURNED_ROW_DIGIT[mover_row << 5 | opponent_row]`: the digit that row r
+/// of a layout gets as row 4 - r once the board is turned and the sides
+/// swapped. Lets the solver rank a successor without turning its boards.
+const TURNED_ROW_DIGIT: [u16; 1024] = {
+    let mut table = [u16::MAX; 1024];
+    let mut m = 0;
+    while m < 32 {
+        let mut o = 0;
+        while o < 32 {
+            if m & o == 0 {
+                table[(m << 5) | o] = ROW_DIGIT[reverse_row(o)][reverse_row(m)];
+            }
+            o += 1;
+        }
+        m += 1;
+    }
+    table
+};
+
 const _: () = {
     let mut m = 0;
     while m <= 5 {
@@ -340,6 +372,46 @@ impl MaterialIndex {
         &self.groups[group as usize]
     }
 
+    /// The group with these per-row counts, if the material has one.
+    pub fn group_by_counts(&self, mover_counts: &[u8; ROWS], opponent_counts: &[u8; ROWS]) -> Option<usize> {
+        let pack = |counts: &[u8; ROWS]| counts.iter().rev().fold(0usize, |acc, &c| acc * 6 + c as usize);
+        let (m, o) = (pack(mover_counts), pack(opponent_counts));
+        if m >= PACKED_COUNTS || o >= PACKED_COUNTS {
+            return None;
+        }
+        let (mid, oid) = (self.count_vectors.id_of_packed[m], self.count_vectors.id_of_packed[o]);
+        if mid == u8::MAX || oid == u8::MAX {
+            return None;
+        }
+        let group = self.group_of[mid as usize * COUNT_VECTORS + oid as usize];
+        (group != NO_GROUP).then_some(group as usize)
+    }
+
+    /// Layout number, in this material, of a layout of the flipped material
+    /// after the board is turned and the sides swapped: `mover` and
+    /// `opponent` are the boards before the turn (so `opponent` becomes the
+    /// new mover). `group` must be the turned layout's group.
+    #[inline]
+    pub fn rank_turned(&self, group: &Group, mover: u32, opponent: u32, mover_master: u8, opponent_master: u8) -> u64 {
+        debug_assert_eq!(opponent.count_ones(), self.material.mover as u32);
+        debug_assert_eq!(mover.count_ones(), self.material.opponent as u32);
+        let mut placement = 0u64;
+        for row in 0..ROWS {
+            let m = ((mover >> (5 * row)) & 31) as usize;
+            let o = ((opponent >> (5 * row)) & 31) as usize;
+            placement += TURNED_ROW_DIGIT[(m << 5) | o] as u64 * group.row_weights[ROWS - 1 - row];
+        }
+        // Turning reverses square order: a master's ordinal counts the
+        // pieces above it.
+        let new_mover_master = (opponent >> opponent_master >> 1).count_ones() as u64;
+        let new_opp_master = (mover >> mover_master >> 1).count_ones() as u64;
+        let index = group.first_layout
+            + (placement * self.material.mover as u64 + new_mover_master) * self.material.opponent as u64
+            + new_opp_master;
+        debug_assert!(index < group.first_layout + group.layouts);
+        index
+    }
+
     /// Layout number of a well-formed layout of this material.
     #[inline]
     pub fn rank(&self, layout: &Layout) -> u64 {
@@ -423,6 +495,42 @@ fn nth_square(board: u32, n: u32) -> u8 {
     rest.trailing_zeros() as u8
 }
 
+/// Dense number of one side's board and master among the boards with as many
+/// pieces: colex rank of the board times pieces, plus the master's ordinal.
+#[inline]
+pub fn side_key(board: u32, master: u8) -> usize {
+    let mut rank = 0;
+    let mut rest = board;
+    let mut n = 0;
+    while rest != 0 {
+        let square = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        n += 1;
+        rank += BINOMIAL[square][n];
+    }
+    let ordinal = (board & ((1u32 << master) - 1)).count_ones() as usize;
+    rank * n + ordinal
+}
+
+/// Number of distinct [`side_key`]s for boards with `pieces` pieces.
+pub fn side_keys(pieces: usize) -> usize {
+    binomial(SQUARES, pieces) * pieces
+}
+
+const BINOMIAL: [[usize; MAX_PIECES_PER_SIDE + 1]; SQUARES] = {
+    let mut table = [[0; MAX_PIECES_PER_SIDE + 1]; SQUARES];
+    let mut n = 0;
+    while n < SQUARES {
+        let mut k = 0;
+        while k <= MAX_PIECES_PER_SIDE {
+            table[n][k] = binomial(n, k);
+            k += 1;
+        }
+        n += 1;
+    }
+    table
+};
+
 /// Layouts of a material counted directly: placements times master choices.
 pub fn layouts_by_formula(material: Material) -> u64 {
     let (p, q) = (material.mover as usize, material.opponent as usize);
@@ -470,6 +578,51 @@ mod tests {
                 }
             }
             assert_eq!(expected, index.layouts());
+        }
+    }
+
+    #[test]
+    fn turned_rank_equals_rank_of_the_turned_layout() {
+        use crate::rules::{rotate, rotate_square};
+        for (p, q) in [(1, 2), (2, 2), (3, 2)] {
+            let here = MaterialIndex::new(Material::new(p, q));
+            let there = MaterialIndex::new(Material::new(q, p));
+            for group in here.groups() {
+                for (_, l) in here.layouts_of(group).step_by(7) {
+                    let turned = Layout {
+                        mover: rotate(l.opponent),
+                        opponent: rotate(l.mover),
+                        mover_master: rotate_square(l.opponent_master),
+                        opponent_master: rotate_square(l.mover_master),
+                    };
+                    let target = there.group_of(turned.mover, turned.opponent);
+                    let by_counts = there.group_by_counts(&target.mover_counts, &target.opponent_counts).unwrap();
+                    assert_eq!(there.groups()[by_counts].first_layout, target.first_layout);
+                    let expected = there.rank(&turned);
+                    assert_eq!(there.rank_turned(target, l.mover, l.opponent, l.mover_master, l.opponent_master), expected);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn side_keys_are_dense_and_distinct() {
+        for pieces in 1..=3usize {
+            let mut seen = vec![false; side_keys(pieces)];
+            for board in 0u32..(1 << SQUARES) {
+                if board.count_ones() as usize != pieces {
+                    continue;
+                }
+                let mut rest = board;
+                while rest != 0 {
+                    let master = rest.trailing_zeros() as u8;
+                    rest &= rest - 1;
+                    let key = side_key(board, master);
+                    assert!(!seen[key], "key {key} twice");
+                    seen[key] = true;
+                }
+            }
+            assert!(seen.iter().all(|&s| s));
         }
     }
 }

@@ -20,7 +20,7 @@
 //! only planes that it does not write, so it is deterministic and lock-free
 //! under any number of threads: workers write disjoint ranges of layouts.
 
-use crate::index::{Group, Layout, Material, MaterialIndex};
+use crate::index::{side_key, side_keys, Group, Layout, Material, MaterialIndex};
 use crate::rules::{
     ALL_CARD_STATES, CARD_STATES, CARDS_PER_GAME, CardState, CardTables, MAX_PIECES_PER_SIDE, MOVER_TARGET, NoMoveRule,
     Rules, SQUARES, rotate, rotate_square,
@@ -29,6 +29,7 @@ use crate::table::{SolvedMaterial, Table};
 use crate::value::{self, DRAW, MAX_LOSS_PLIES, NO_VALUE, Value};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use thiserror::Error;
 
 /// Most distinct (dx, dy) offsets five cards can have: 5 cards * 4.
@@ -55,12 +56,22 @@ pub enum Progress {
 
 /// Move geometry of one card set, precomputed for the hot loops.
 pub struct MoveTable {
-    /// For each square: (target square, bit set of card slots) per offset.
-    targets: [[(u8, u8); MAX_OFFSETS]; SQUARES],
+    /// For each square, one entry per offset that stays on the board.
+    targets: [[Target; MAX_OFFSETS]; SQUARES],
     target_counts: [u8; SQUARES],
     cards: CardTables,
     /// `after[k][c]`: card state after playing slot c from state k.
     after: [[u8; CARDS_PER_GAME]; CARD_STATES],
+}
+
+/// A destination square and the cards that reach it.
+#[derive(Clone, Copy, Default)]
+struct Target {
+    to: u8,
+    /// Bit set of card slots with this offset.
+    cards: u8,
+    /// Successor-state bits of a move with one of those cards: their groups.
+    successor_states: u32,
 }
 
 /// How a move ends.
@@ -83,13 +94,13 @@ impl MoveTable {
             }
         }
         assert!(offsets.len() <= MAX_OFFSETS);
-        let mut targets = [[(0u8, 0u8); MAX_OFFSETS]; SQUARES];
+        let mut targets = [[Target::default(); MAX_OFFSETS]; SQUARES];
         let mut target_counts = [0u8; SQUARES];
         for from in 0..SQUARES as u8 {
             for &((dx, dy), cards) in &offsets {
                 if let Some(to) = crate::rules::step(from, dx, dy) {
                     let n = &mut target_counts[from as usize];
-                    targets[from as usize][*n as usize] = (to, cards);
+                    targets[from as usize][*n as usize] = Target { to, cards, successor_states: group_mask(cards) };
                     *n += 1;
                 }
             }
@@ -107,14 +118,15 @@ impl MoveTable {
     /// layout, grouped by (from, to) with the bit set of card slots that
     /// allow it. Returns the bit set of card slots with at least one move.
     #[inline(always)]
-    fn for_each_move(&self, layout: &Layout, mut visit: impl FnMut(u8, u8, u8, MoveKind)) -> u8 {
+    fn for_each_move(&self, layout: &Layout, mut visit: impl FnMut(u8, u8, &Target, MoveKind)) -> u8 {
         let mut cards_with_moves = 0u8;
         let mut pieces = layout.mover;
         while pieces != 0 {
             let from = pieces.trailing_zeros() as u8;
             pieces &= pieces - 1;
             let n = self.target_counts[from as usize] as usize;
-            for &(to, cards) in &self.targets[from as usize][..n] {
+            for target in &self.targets[from as usize][..n] {
+                let (to, cards) = (target.to, target.cards);
                 let to_bit = 1u32 << to;
                 if layout.mover & to_bit != 0 {
                     continue;
@@ -127,7 +139,7 @@ impl MoveTable {
                 } else {
                     MoveKind::Quiet
                 };
-                visit(from, to, cards, kind);
+                visit(from, to, target, kind);
             }
         }
         cards_with_moves
@@ -179,7 +191,11 @@ struct Work {
     lost: Vec<u32>,
     fresh: Vec<u32>,
     capture_win: Vec<u32>,
+    /// States all of whose moves lead to wins, held back from losing by a
+    /// capture into a longer win: they lose once the depth reaches it.
+    held: Vec<u32>,
     values: Vec<u8>,
+    sides: SideFlags,
     /// Units of parallel work: (group number, first placement, end placement).
     units: Vec<(usize, u64, u64)>,
 }
@@ -205,6 +221,8 @@ impl Work {
             lost: vec![0; layouts],
             fresh: vec![0; layouts],
             capture_win: vec![0; layouts],
+            held: vec![0; layouts],
+            sides: SideFlags::new(material.mover as usize),
             values: vec![NO_VALUE; layouts * CARD_STATES],
             units,
         }
@@ -221,6 +239,49 @@ impl Work {
             })
             .collect()
     }
+}
+
+/// Per mover side (board and master, see [`side_key`]): did a layout with
+/// that mover side change in the current step / the last step? Every
+/// successor of a layout has the same mover side (the turned opponent side),
+/// so a layout whose successors' side did not change need not be looked at
+/// again. Flags are only set during a step and read in the next, so the
+/// result does not depend on timing.
+struct SideFlags {
+    now: Vec<AtomicBool>,
+    last: Vec<AtomicBool>,
+}
+
+impl SideFlags {
+    fn new(mover_pieces: usize) -> SideFlags {
+        let flags = |value| (0..side_keys(mover_pieces)).map(|_| AtomicBool::new(value)).collect();
+        SideFlags { now: flags(false), last: flags(true) }
+    }
+
+    /// Ends a step: what changed now is what changed last for the next one.
+    fn end_step(&mut self) {
+        std::mem::swap(&mut self.now, &mut self.last);
+        self.now.par_iter().for_each(|flag| flag.store(false, Ordering::Relaxed));
+    }
+
+    fn mark_changed(&self, layout: &Layout) {
+        self.now[side_key(layout.mover, layout.mover_master)].store(true, Ordering::Relaxed);
+    }
+
+    /// Did the mover side of this layout's successors (in the material these
+    /// flags belong to) change in the last step?
+    fn successors_changed(&self, layout: &Layout) -> bool {
+        let key = side_key(rotate(layout.opponent), rotate_square(layout.opponent_master));
+        self.last[key].load(Ordering::Relaxed)
+    }
+}
+
+/// What a step reads of the material that quiet moves land in.
+struct Successors<'a> {
+    index: &'a MaterialIndex,
+    /// `fresh` for a win step, `won` for a loss step.
+    plane: &'a [u32],
+    sides: &'a SideFlags,
 }
 
 /// Splits `data` into consecutive pieces of `scale` * the given ranges,
@@ -321,6 +382,9 @@ fn solve_pair(
             loss_step_all(rules, moves, works, depth)
         };
         decided += new;
+        for work in works.iter_mut() {
+            work.sides.end_step();
+        }
         progress(Progress::Step { depth_plies: depth, decided });
         quiet_steps = if new == 0 { quiet_steps + 1 } else { 0 };
         if quiet_steps >= 2 && depth >= pending_plies {
@@ -396,13 +460,13 @@ fn initialize(rules: &Rules, moves: &MoveTable, work: &mut Work, captured: Optio
                     return;
                 }
                 let mut win_cards = 0u8;
-                let cards_with_moves = moves.for_each_move(layout, |from, to, cards, kind| match kind {
-                    MoveKind::Win => win_cards |= cards,
+                let cards_with_moves = moves.for_each_move(layout, |from, to, target, kind| match kind {
+                    MoveKind::Win => win_cards |= target.cards,
                     MoveKind::Capture => {
                         let table = captured.expect("a capture needs a smaller material");
                         let next = successor(layout, from, to);
                         let base = table.index.rank(&next) as usize * CARD_STATES;
-                        for_each_held_card_state(moves, cards, |k, slot| {
+                        for_each_held_card_state(moves, target.cards, |k, slot| {
                             let after = moves.after[k][slot] as usize;
                             let mine = value::negate(table.values[base + after]);
                             values[k] = values[k].max(mine);
@@ -459,18 +523,57 @@ fn for_each_held_card_state(moves: &MoveTable, cards: u8, mut visit: impl FnMut(
     }
 }
 
+/// For one unit of `this`: the group of the turned layout in `target` after
+/// a quiet move from row `r` to row `s` (`[r][r]`: any move within a row, or
+/// a pass).
+fn successor_groups<'a>(group: &Group, target: &'a MaterialIndex) -> [[Option<&'a Group>; 5]; 5] {
+    let mut out = [[None; 5]; 5];
+    let mut turned_mover = group.opponent_counts;
+    turned_mover.reverse();
+    for (from_row, row) in out.iter_mut().enumerate() {
+        for (to_row, slot) in row.iter_mut().enumerate() {
+            if group.mover_counts[from_row] == 0 {
+                continue;
+            }
+            let mut moved = group.mover_counts;
+            moved[from_row] -= 1;
+            moved[to_row] += 1;
+            moved.reverse();
+            *slot = target.group_by_counts(&turned_mover, &moved).map(|g| &target.groups()[g]);
+        }
+    }
+    out
+}
+
+/// Number, in `target`, of the layout after a quiet move (or a pass when
+/// `from == to`).
+#[inline(always)]
+fn successor_number(
+    target: &MaterialIndex,
+    groups: &[[Option<&Group>; 5]; 5],
+    layout: &Layout,
+    from: u8,
+    to: u8,
+) -> usize {
+    let group = groups[(from / 5) as usize][(to / 5) as usize].expect("a quiet move stays in the material");
+    let moved = layout.mover ^ (1 << from) ^ (1 << to);
+    let master = if from == layout.mover_master { to } else { layout.mover_master };
+    target.rank_turned(group, moved, layout.opponent, master, layout.opponent_master) as usize
+}
+
 /// Odd step: states that can move into a loss in `depth - 1` plies win in
 /// `depth`.
 fn win_step(rules: &Rules, moves: &MoveTable, this: &mut Work, other: Option<&Work>, depth: u16) -> u64 {
     let ranges = this.unit_ranges();
     let win_byte = Value::Win(depth).to_byte();
-    let (target_index, target_fresh) = match other {
-        Some(o) => (&o.index, &o.fresh[..]),
-        None => (&this.index, &this.fresh[..]),
-    };
     let won = split_ranges(&mut this.won, &ranges, 1);
     let values = split_ranges(&mut this.values, &ranges, CARD_STATES);
-    let (lost, capture_win, index) = (&this.lost, &this.capture_win, &this.index);
+    let target = match other {
+        Some(o) => Successors { index: &o.index, plane: &o.fresh, sides: &o.sides },
+        None => Successors { index: &this.index, plane: &this.fresh, sides: &this.sides },
+    };
+    let (lost, capture_win, index, sides) = (&this.lost, &this.capture_win, &this.index, &this.sides);
+    let may_skip = depth > 2;
     let slices: Vec<_> = won.into_iter().zip(values).collect();
     this.units
         .par_iter()
@@ -478,28 +581,37 @@ fn win_step(rules: &Rules, moves: &MoveTable, this: &mut Work, other: Option<&Wo
         .zip(slices)
         .map(|((&(g, start, end), &(first, _)), (won, values))| {
             let group = &index.groups()[g];
+            let groups = successor_groups(group, &target.index);
             let mut new = 0u64;
             for_each_layout(index, group, start, end, |n, layout| {
                 let undecided = !(won[n] | lost[first + n]) & ALL_CARD_STATES;
                 if undecided == 0 {
                     return;
                 }
-                let mut reach = 0u32;
-                let cards_with_moves = moves.for_each_move(layout, |from, to, cards, kind| {
-                    if kind == MoveKind::Quiet {
-                        let next = target_index.rank(&successor(layout, from, to)) as usize;
-                        reach |= target_fresh[next] & group_mask(cards);
+                let pending_capture = undecided & capture_win[first + n];
+                let look = !may_skip || target.sides.successors_changed(layout);
+                if !look && pending_capture == 0 {
+                    return;
+                }
+                let mut wins = 0;
+                if look {
+                    let mut reach = 0u32;
+                    let cards_with_moves = moves.for_each_move(layout, |from, to, t, kind| {
+                        if kind == MoveKind::Quiet {
+                            let next = successor_number(target.index, &groups, layout, from, to);
+                            reach |= target.plane[next] & t.successor_states;
+                        }
+                    });
+                    let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
+                    wins = moves.cards.any_predecessor(reach, 0x1f) & !no_move;
+                    if no_move & undecided != 0 && rules.no_move == NoMoveRule::Pass {
+                        let at = layout.mover_master;
+                        let next = successor_number(target.index, &groups, layout, at, at);
+                        wins |= moves.cards.any_predecessor(target.plane[next], 0x1f) & no_move;
                     }
-                });
-                let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
-                let mut wins = moves.cards.any_predecessor(reach, 0x1f) & !no_move;
-                if no_move & undecided != 0 && rules.no_move == NoMoveRule::Pass {
-                    let at = layout.mover_master;
-                    let next = target_index.rank(&successor(layout, at, at)) as usize;
-                    wins |= moves.cards.any_predecessor(target_fresh[next], 0x1f) & no_move;
                 }
                 let values = &mut values[n * CARD_STATES..(n + 1) * CARD_STATES];
-                let mut by_capture = undecided & capture_win[first + n] & !wins;
+                let mut by_capture = pending_capture & !wins;
                 while by_capture != 0 {
                     let k = by_capture.trailing_zeros() as usize;
                     by_capture &= by_capture - 1;
@@ -512,6 +624,7 @@ fn win_step(rules: &Rules, moves: &MoveTable, this: &mut Work, other: Option<&Wo
                     won[n] |= wins;
                     new += wins.count_ones() as u64;
                     set_values(values, wins, win_byte);
+                    sides.mark_changed(layout);
                 }
             });
             new
@@ -526,19 +639,22 @@ fn loss_step(rules: &Rules, moves: &MoveTable, this: &mut Work, other: Option<&W
     let loss_byte = Value::Loss(depth).to_byte();
     let lost = split_ranges(&mut this.lost, &ranges, 1);
     let fresh = split_ranges(&mut this.fresh, &ranges, 1);
+    let held = split_ranges(&mut this.held, &ranges, 1);
     let values = split_ranges(&mut this.values, &ranges, CARD_STATES);
-    let (won, index) = (&this.won[..], &this.index);
-    let (target_index, target_won) = match other {
-        Some(o) => (&o.index, &o.won[..]),
-        None => (index, won),
+    let (won, index, sides) = (&this.won[..], &this.index, &this.sides);
+    let target = match other {
+        Some(o) => Successors { index: &o.index, plane: &o.won, sides: &o.sides },
+        None => Successors { index, plane: won, sides },
     };
-    let slices: Vec<_> = lost.into_iter().zip(fresh).zip(values).collect();
+    let may_skip = depth > 2;
+    let slices: Vec<_> = lost.into_iter().zip(fresh).zip(held).zip(values).collect();
     this.units
         .par_iter()
         .zip(&ranges)
         .zip(slices)
-        .map(|((&(g, start, end), &(first, _)), ((lost, fresh), values))| {
+        .map(|((&(g, start, end), &(first, _)), (((lost, fresh), held), values))| {
             let group = &index.groups()[g];
+            let groups = successor_groups(group, &target.index);
             let mut new = 0u64;
             for_each_layout(index, group, start, end, |n, layout| {
                 fresh[n] = 0;
@@ -546,37 +662,47 @@ fn loss_step(rules: &Rules, moves: &MoveTable, this: &mut Work, other: Option<&W
                 if undecided == 0 {
                     return;
                 }
-                let mut all_won = ALL_CARD_STATES;
-                let cards_with_moves = moves.for_each_move(layout, |from, to, cards, kind| {
-                    if kind == MoveKind::Quiet {
-                        let next = target_index.rank(&successor(layout, from, to)) as usize;
-                        all_won &= target_won[next] | !group_mask(cards);
-                    }
-                });
-                let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
-                let mut losses = moves.cards.all_held(all_won) & !no_move;
-                if no_move & undecided != 0 && rules.no_move == NoMoveRule::Pass {
-                    let at = layout.mover_master;
-                    let next = target_index.rank(&successor(layout, at, at)) as usize;
-                    losses |= moves.cards.all_held(target_won[next]) & no_move;
-                }
-                losses &= undecided;
                 let values = &mut values[n * CARD_STATES..(n + 1) * CARD_STATES];
+                // Unchanged successors give the answer of two steps ago: only
+                // losses held back by a capture can be due now.
+                let mut losses = if may_skip && !target.sides.successors_changed(layout) {
+                    held[n] & undecided
+                } else {
+                    let mut all_won = ALL_CARD_STATES;
+                    let cards_with_moves = moves.for_each_move(layout, |from, to, t, kind| {
+                        if kind == MoveKind::Quiet {
+                            let next = successor_number(target.index, &groups, layout, from, to);
+                            all_won &= target.plane[next] | !t.successor_states;
+                        }
+                    });
+                    let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
+                    let mut losses = moves.cards.all_held(all_won) & !no_move;
+                    if no_move & undecided != 0 && rules.no_move == NoMoveRule::Pass {
+                        let at = layout.mover_master;
+                        let next = successor_number(target.index, &groups, layout, at, at);
+                        losses |= moves.cards.all_held(target.plane[next]) & no_move;
+                    }
+                    losses & undecided
+                };
                 // Captures that lead to later wins (or draws, or wins for
                 // us) hold the loss back.
                 let mut check = losses;
+                let mut held_back = 0;
                 while check != 0 {
                     let k = check.trailing_zeros() as usize;
                     check &= check - 1;
                     if values[k] != NO_VALUE && values[k] > loss_byte {
-                        losses &= !(1 << k);
+                        held_back |= 1 << k;
                     }
                 }
+                losses &= !held_back;
+                held[n] = held_back;
                 if losses != 0 {
                     lost[n] |= losses;
                     fresh[n] = losses;
                     new += losses.count_ones() as u64;
                     set_values(values, losses, loss_byte);
+                    sides.mark_changed(layout);
                 }
             });
             new
