@@ -1,7 +1,9 @@
 //! onitb: Onitama endgame tablebases.
+pub mod format;
 pub mod index;
 pub mod rules;
 pub mod solver;
+pub mod store;
 pub mod table;
 pub mod value;
 

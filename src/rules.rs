@@ -5,8 +5,8 @@
 //! moves toward higher rows; after a move the board is turned 180 degrees so
 //! that the new mover again moves up. Square = 5 * row + col.
 //!
-//! Card states: the five cards of a game are dealt 2 (mover) - 2 (opponent)
-//! - 1 (side), 30 ways. A card state `k` is `side * 6 + pair`, where `pair`
+//! Card states: the five cards of a game are dealt 2 (mover), 2 (opponent)
+//! and 1 (side), 30 ways. A card state `k` is `side * 6 + pair`, where `pair`
 //! picks the mover's two cards among the four non-side cards (in card-set
 //! order, pairs in the order of [`PAIRS`]). Grouping by side card matters for
 //! speed: after a move with card `c`, `c` is the side card, so every

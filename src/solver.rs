@@ -20,7 +20,7 @@
 //! only planes that it does not write, so it is deterministic and lock-free
 //! under any number of threads: workers write disjoint ranges of layouts.
 
-use crate::index::{side_key, side_keys, Group, Layout, Material, MaterialIndex};
+use crate::index::{Group, Layout, Material, MaterialIndex, side_key, side_keys};
 use crate::rules::{
     ALL_CARD_STATES, CARD_STATES, CARDS_PER_GAME, CardState, CardTables, MAX_PIECES_PER_SIDE, MOVER_TARGET, NoMoveRule,
     Rules, SQUARES, rotate, rotate_square,
@@ -483,13 +483,13 @@ fn initialize(rules: &Rules, moves: &MoveTable, work: &mut Work, captured: Optio
                 }
                 lost[n] = lost_now;
                 fresh[n] = lost_now;
-                for k in 0..CARD_STATES {
+                for (k, value) in values.iter_mut().enumerate() {
                     let bit = 1u32 << k;
                     if win_now & bit != 0 {
-                        values[k] = win1;
+                        *value = win1;
                     } else if lost_now & bit != 0 {
-                        values[k] = loss0;
-                    } else if let Some(v) = Value::from_byte(values[k]) {
+                        *value = loss0;
+                    } else if let Some(v) = Value::from_byte(*value) {
                         match v {
                             Value::Win(p) => {
                                 capture_win[n] |= bit;
@@ -581,7 +581,7 @@ fn win_step(rules: &Rules, moves: &MoveTable, this: &mut Work, other: Option<&Wo
         .zip(slices)
         .map(|((&(g, start, end), &(first, _)), (won, values))| {
             let group = &index.groups()[g];
-            let groups = successor_groups(group, &target.index);
+            let groups = successor_groups(group, target.index);
             let mut new = 0u64;
             for_each_layout(index, group, start, end, |n, layout| {
                 let undecided = !(won[n] | lost[first + n]) & ALL_CARD_STATES;
@@ -654,7 +654,7 @@ fn loss_step(rules: &Rules, moves: &MoveTable, this: &mut Work, other: Option<&W
         .zip(slices)
         .map(|((&(g, start, end), &(first, _)), (((lost, fresh), held), values))| {
             let group = &index.groups()[g];
-            let groups = successor_groups(group, &target.index);
+            let groups = successor_groups(group, target.index);
             let mut new = 0u64;
             for_each_layout(index, group, start, end, |n, layout| {
                 fresh[n] = 0;

@@ -2,7 +2,7 @@
 //! men, rank and unrank back; a move followed by an unmove returns to the
 //! same index.
 use onitb::index::{Layout, Material, MaterialIndex};
-use onitb::rules::{CardSet, CardState, NoMoveRule, Outcome, Position, Rules, BASE_CARDS};
+use onitb::rules::{BASE_CARDS, CardSet, CardState, NoMoveRule, Outcome, Position, Rules};
 use proptest::prelude::*;
 use std::sync::OnceLock;
 
@@ -17,13 +17,20 @@ fn index_of(material: Material) -> &'static MaterialIndex {
 
 /// A random position: distinct squares for p + q pieces, masters among them.
 fn position() -> impl Strategy<Value = Position> {
-    (1usize..=5, 1usize..=5, Just(()).prop_perturb(|_, mut rng| {
-        let mut squares: Vec<u8> = (0..25).collect();
-        for i in (1..25).rev() {
-            squares.swap(i, rng.random_range(0..=i));
-        }
-        squares
-    }), 0usize..5, 0usize..5, 0usize..30)
+    (
+        1usize..=5,
+        1usize..=5,
+        Just(()).prop_perturb(|_, mut rng| {
+            let mut squares: Vec<u8> = (0..25).collect();
+            for i in (1..25).rev() {
+                squares.swap(i, rng.random_range(0..=i));
+            }
+            squares
+        }),
+        0usize..5,
+        0usize..5,
+        0usize..30,
+    )
         .prop_map(|(p, q, squares, mi, oi, k)| {
             let mover: u32 = squares[..p].iter().map(|&s| 1u32 << s).sum();
             let opponent: u32 = squares[p..p + q].iter().map(|&s| 1u32 << s).sum();
