@@ -26,3 +26,20 @@ fn four_men_counts_match_published_tables() {
         );
     }
 }
+
+#[test]
+fn tables_are_bit_identical_under_any_thread_count() {
+    let cards = CardSet::from_names(&["Tiger", "Crab", "Monkey", "Ox", "Eel"]).unwrap();
+    let rules = Rules { cards, no_move: NoMoveRule::Pass };
+    let solve = |threads| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| Table::generate(&rules, 2).unwrap())
+    };
+    let single = solve(1);
+    for threads in [2, 3, 7] {
+        let other = solve(threads);
+        for (a, b) in single.materials().iter().zip(other.materials()) {
+            assert!(a.values == b.values, "material {} differs with {threads} threads", a.index.material);
+        }
+    }
+}
