@@ -354,6 +354,13 @@ impl Default for CardTables {
     }
 }
 
+/// A master already stands on its target square: the game ended before the
+/// position, so it has no value.
+#[inline]
+pub fn masters_end_game(mover_master: u8, opponent_master: u8) -> bool {
+    mover_master == MOVER_TARGET || opponent_master == OPPONENT_TARGET
+}
+
 /// Turns a bitboard by 180 degrees: square s goes to 24 - s.
 #[inline]
 pub fn rotate(board: u32) -> u32 {
@@ -429,7 +436,7 @@ impl Position {
     /// A master already stands on its target square: the game ended before
     /// this position, so tables hold no value for it.
     pub fn is_game_over(&self) -> bool {
-        self.mover_master == MOVER_TARGET || self.opponent_master == OPPONENT_TARGET
+        masters_end_game(self.mover_master, self.opponent_master)
     }
 
     /// The board after the mover plays `slot` from `from` to `to` (or passes

@@ -23,7 +23,7 @@
 use crate::index::{Group, Layout, Material, MaterialIndex, side_key, side_keys};
 use crate::rules::{
     ALL_CARD_STATES, CARD_STATES, CARDS_PER_GAME, CardState, CardTables, MAX_PIECES_PER_SIDE, MOVER_TARGET, NoMoveRule,
-    Rules, SQUARES, rotate, rotate_square,
+    Rules, SQUARES, masters_end_game, rotate, rotate_square,
 };
 use crate::table::{SolvedMaterial, Table};
 use crate::value::{self, DRAW, MAX_LOSS_PLIES, NO_VALUE, Value};
@@ -322,10 +322,6 @@ fn for_each_layout(index: &MaterialIndex, group: &Group, start: u64, end: u64, m
     }
 }
 
-fn is_game_over(layout: &Layout) -> bool {
-    layout.mover_master == MOVER_TARGET || layout.opponent_master == crate::rules::OPPONENT_TARGET
-}
-
 /// Solves every material with 1..=`max_per_side` pieces per side.
 pub fn solve(rules: &Rules, max_per_side: usize, progress: &(dyn Fn(Progress) + Sync)) -> Result<Table, SolveError> {
     if !(1..=MAX_PIECES_PER_SIDE).contains(&max_per_side) {
@@ -454,7 +450,7 @@ fn initialize(rules: &Rules, moves: &MoveTable, work: &mut Work, captured: Optio
             let mut deepest = 0u16;
             for_each_layout(index, group, start, end, |n, layout| {
                 let values = &mut values[n * CARD_STATES..(n + 1) * CARD_STATES];
-                if is_game_over(layout) {
+                if masters_end_game(layout.mover_master, layout.opponent_master) {
                     won[n] = ALL_CARD_STATES;
                     lost[n] = ALL_CARD_STATES;
                     return;
