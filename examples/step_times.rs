@@ -1,0 +1,27 @@
+//! Prints the wall time of every solver step, for finding where time goes.
+//! Usage: cargo run --release --example step_times -- MEN
+use onitb::rules::{CardSet, NoMoveRule, Rules};
+use onitb::solver::{self, Progress};
+use std::sync::Mutex;
+use std::time::Instant;
+
+fn main() {
+    let men: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(6);
+    let rules = Rules { cards: CardSet::default_set(), no_move: NoMoveRule::Pass };
+    let last = Mutex::new(Instant::now());
+    let report = |p: Progress| {
+        let mut last = last.lock().unwrap();
+        let ms = last.elapsed().as_secs_f64() * 1e3;
+        *last = Instant::now();
+        match p {
+            Progress::MaterialStarted { materials, layouts } => {
+                println!("{} {}: {layouts} layouts", materials[0], materials[1])
+            }
+            Progress::Step { depth_plies, decided } => {
+                println!("  depth {depth_plies:3} {ms:9.1} ms decided {decided}")
+            }
+            Progress::MaterialDone { .. } => println!("  done {ms:9.1} ms"),
+        }
+    };
+    solver::solve(&rules, men / 2, &report).unwrap();
+}
