@@ -1,0 +1,563 @@
+//! The per-group kernels of the solver: what one step does to the layouts of
+//! one group, given the group's own lane segments and the segments of the
+//! groups its moves land in.
+//!
+//! Owns move geometry and the step logic; knows nothing of where segments
+//! live (memory or disk), of the schedule, or of files. Every kernel writes
+//! only its own group's segments and reads segments nobody writes during the
+//! step, so the result does not depend on the number of threads.
+
+use super::flags::SideFlags;
+use crate::index::{Group, Layout, MaterialIndex};
+use crate::rules::{
+    ALL_CARD_STATES, CARD_STATES, CARDS_PER_GAME, CardState, CardTables, MOVER_TARGET, NoMoveRule, Rules, SQUARES,
+    masters_end_game,
+};
+#[cfg(test)]
+use crate::rules::{rotate, rotate_square};
+use crate::value::{self, DRAW, NO_VALUE, Value};
+
+/// Most distinct (dx, dy) offsets five cards can have: 5 cards * 4.
+const MAX_OFFSETS: usize = 20;
+/// Rows of the board: the regions of the index.
+pub(super) const ROWS: usize = 5;
+
+/// Move geometry of one card set, precomputed for the hot loops.
+pub struct MoveTable {
+    /// For each square, one entry per offset that stays on the board.
+    targets: [[Target; MAX_OFFSETS]; SQUARES],
+    target_counts: [u8; SQUARES],
+    cards: CardTables,
+    /// `after[k][c]`: card state after playing slot c from state k.
+    after: [[u8; CARDS_PER_GAME]; CARD_STATES],
+}
+
+/// A destination square and the cards that reach it.
+#[derive(Clone, Copy, Default)]
+struct Target {
+    to: u8,
+    /// Bit set of card slots with this offset.
+    cards: u8,
+    /// Successor-state bits of a move with one of those cards: their groups.
+    successor_states: u32,
+}
+
+/// How a move ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum MoveKind {
+    Win,
+    Capture,
+    Quiet,
+}
+
+impl MoveTable {
+    pub fn new(rules: &Rules) -> MoveTable {
+        let mut offsets: Vec<((i8, i8), u8)> = Vec::new();
+        for (slot, card) in rules.cards.cards().iter().enumerate() {
+            for &offset in card.offsets {
+                match offsets.iter_mut().find(|(o, _)| *o == offset) {
+                    Some((_, cards)) => *cards |= 1 << slot,
+                    None => offsets.push((offset, 1 << slot)),
+                }
+            }
+        }
+        assert!(offsets.len() <= MAX_OFFSETS);
+        let mut targets = [[Target::default(); MAX_OFFSETS]; SQUARES];
+        let mut target_counts = [0u8; SQUARES];
+        for from in 0..SQUARES as u8 {
+            for &((dx, dy), cards) in &offsets {
+                if let Some(to) = crate::rules::step(from, dx, dy) {
+                    let n = &mut target_counts[from as usize];
+                    targets[from as usize][*n as usize] = Target { to, cards, successor_states: group_mask(cards) };
+                    *n += 1;
+                }
+            }
+        }
+        let mut after = [[u8::MAX; CARDS_PER_GAME]; CARD_STATES];
+        for k in CardState::all() {
+            for slot in k.mover_cards() {
+                after[k.index()][slot] = k.after_playing(slot).index() as u8;
+            }
+        }
+        MoveTable { targets, target_counts, cards: CardTables::new(), after }
+    }
+
+    /// Calls `visit(from, to, cards, kind)` for every legal piece move of the
+    /// layout, grouped by (from, to) with the bit set of card slots that
+    /// allow it, until `visit` returns false. Returns the bit set of card
+    /// slots with at least one move (complete only if no visit stopped it).
+    #[inline(always)]
+    fn for_each_move(&self, layout: &Layout, mut visit: impl FnMut(u8, u8, &Target, MoveKind) -> bool) -> u8 {
+        let mut cards_with_moves = 0u8;
+        let mut pieces = layout.mover;
+        while pieces != 0 {
+            let from = pieces.trailing_zeros() as u8;
+            pieces &= pieces - 1;
+            let n = self.target_counts[from as usize] as usize;
+            for target in &self.targets[from as usize][..n] {
+                let (to, cards) = (target.to, target.cards);
+                let to_bit = 1u32 << to;
+                if layout.mover & to_bit != 0 {
+                    continue;
+                }
+                cards_with_moves |= cards;
+                let kind = if to == layout.opponent_master || (from == layout.mover_master && to == MOVER_TARGET) {
+                    MoveKind::Win
+                } else if layout.opponent & to_bit != 0 {
+                    MoveKind::Capture
+                } else {
+                    MoveKind::Quiet
+                };
+                if !visit(from, to, target, kind) {
+                    return cards_with_moves;
+                }
+            }
+        }
+        cards_with_moves
+    }
+
+    /// Card states holding at least one of the card slots in `cards`.
+    #[inline]
+    fn holding_any(&self, cards: u8) -> u32 {
+        let mut out = 0;
+        for c in 0..CARDS_PER_GAME {
+            if cards & (1 << c) != 0 {
+                out |= self.cards.holds[c];
+            }
+        }
+        out
+    }
+}
+
+/// Successor-state bits of a move with any of `cards`: their groups.
+#[inline]
+fn group_mask(cards: u8) -> u32 {
+    let mut out = 0;
+    for c in 0..CARDS_PER_GAME {
+        if cards & (1 << c) != 0 {
+            out |= CardTables::group_mask(c);
+        }
+    }
+    out
+}
+
+/// The groups (and their segments of one lane) that the moves of one group
+/// land in, by (from row, to row) of the moving piece. `[r][r]` is any move
+/// within row r, or a pass.
+pub(super) struct Landing<'a, T> {
+    pub index: &'a MaterialIndex,
+    pub groups: [[Option<(&'a Group, &'a [T])>; ROWS]; ROWS],
+}
+
+impl<'a, T> Landing<'a, T> {
+    /// Layout number within its group, and the group's segment, of the
+    /// layout after moving `from` -> `to` (a pass when equal). `captured`
+    /// is the square emptied by a capture (0 bits otherwise).
+    #[inline(always)]
+    fn find(&self, layout: &Layout, from: u8, to: u8, captured: u32) -> (usize, &'a [T]) {
+        let (group, segment) = self.groups[(from / 5) as usize][(to / 5) as usize].expect("a move stays in the index");
+        let moved = layout.mover ^ (1 << from) ^ (1 << to);
+        let master = if from == layout.mover_master { to } else { layout.mover_master };
+        let number = self.index.rank_turned(group, moved, layout.opponent & !captured, master, layout.opponent_master);
+        ((number - group.first_layout) as usize, segment)
+    }
+}
+
+/// Row counts of the group that a move from `from_row` to `to_row` (and a
+/// capture in `to_row`, if `capture`) leads to, turned: (mover, opponent).
+pub(super) fn landing_counts(group: &Group, from_row: usize, to_row: usize, capture: bool) -> ([u8; 5], [u8; 5]) {
+    let mut turned_mover = group.opponent_counts;
+    if capture {
+        turned_mover[to_row] -= 1;
+    }
+    turned_mover.reverse();
+    let mut moved = group.mover_counts;
+    moved[from_row] -= 1;
+    moved[to_row] += 1;
+    moved.reverse();
+    (turned_mover, moved)
+}
+
+/// Calls `visit(layout_number, layout)` for placements `start..end` of a
+/// group; layout numbers count from the first layout of placement `start`.
+#[inline(always)]
+fn for_each_layout(group: &Group, p: usize, q: usize, start: u64, end: u64, mut visit: impl FnMut(usize, &Layout)) {
+    let mut number = 0usize;
+    for placement in start..end {
+        let (mover, opponent) = group.placement(placement);
+        let mut mover_rest = mover;
+        for _ in 0..p {
+            let mover_master = mover_rest.trailing_zeros() as u8;
+            mover_rest &= mover_rest - 1;
+            let mut opp_rest = opponent;
+            for _ in 0..q {
+                let opponent_master = opp_rest.trailing_zeros() as u8;
+                opp_rest &= opp_rest - 1;
+                visit(number, &Layout { mover, opponent, mover_master, opponent_master });
+                number += 1;
+            }
+        }
+    }
+}
+
+/// Calls `visit(card_state, slot)` for every state holding a slot in `cards`.
+#[inline(always)]
+fn for_each_held_card_state(moves: &MoveTable, cards: u8, mut visit: impl FnMut(usize, usize)) {
+    for slot in 0..CARDS_PER_GAME {
+        if cards & (1 << slot) == 0 {
+            continue;
+        }
+        let mut states = moves.cards.holds[slot];
+        while states != 0 {
+            let k = states.trailing_zeros() as usize;
+            states &= states - 1;
+            visit(k, slot);
+        }
+    }
+}
+
+#[inline]
+fn set_values(values: &mut [u8], states: u32, byte: u8) {
+    let mut rest = states;
+    while rest != 0 {
+        let k = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        values[k] = byte;
+    }
+}
+
+/// One unit of work: placements `start..end` of one group of a material
+/// with `p` mover and `q` opponent pieces.
+#[derive(Clone, Copy)]
+pub(super) struct Unit<'a> {
+    pub group: &'a Group,
+    pub p: usize,
+    pub q: usize,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// What a unit reports after a step.
+#[derive(Clone, Copy, Default)]
+pub(super) struct UnitReport {
+    /// States decided by this step.
+    pub decided: u64,
+    /// States still undecided.
+    pub undecided: u64,
+    /// Deepest capture value seen (initialisation only).
+    pub deepest_plies: u16,
+    /// Earliest depth, beyond the current one, at which a capture makes an
+    /// undecided state due (a capture win, or a loss held back by one).
+    pub next_event_plies: u16,
+}
+
+impl UnitReport {
+    pub fn merge(a: UnitReport, b: UnitReport) -> UnitReport {
+        UnitReport {
+            decided: a.decided + b.decided,
+            undecided: a.undecided + b.undecided,
+            deepest_plies: a.deepest_plies.max(b.deepest_plies),
+            next_event_plies: a.next_event_plies.min(b.next_event_plies),
+        }
+    }
+}
+
+/// No pending capture event.
+pub(super) const NO_EVENT: u16 = u16::MAX;
+
+/// Earliest depth beyond `depth` at which an undecided state with a pending
+/// capture value (`capture_win` or `held`) becomes due.
+#[inline]
+fn next_event(values: &[u8], pending: u32, depth: u16) -> u16 {
+    let mut next = NO_EVENT;
+    let mut rest = pending;
+    while rest != 0 {
+        let k = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        match Value::from_byte(values[k]) {
+            Some(Value::Win(p)) | Some(Value::Loss(p)) if p > depth => next = next.min(p),
+            _ => {}
+        }
+    }
+    next
+}
+
+/// Folds in the best value reachable by captures into `captured` (the
+/// smaller material): values bytes of undecided states become the best
+/// capture value. Only captures landing in rows of `rows` (a bit set) are
+/// looked at, so the captured material can be streamed a slice at a time.
+pub(super) fn fold_captures(moves: &MoveTable, unit: Unit, captured: &Landing<u8>, rows: u8, values: &mut [u8]) {
+    for_each_layout(unit.group, unit.p, unit.q, unit.start, unit.end, |n, layout| {
+        if masters_end_game(layout.mover_master, layout.opponent_master) {
+            return;
+        }
+        let values = &mut values[n * CARD_STATES..(n + 1) * CARD_STATES];
+        moves.for_each_move(layout, |from, to, target, kind| {
+            if kind == MoveKind::Capture && rows & (1 << (to / 5)) != 0 {
+                let (number, segment) = captured.find(layout, from, to, 1 << to);
+                let base = number * CARD_STATES;
+                for_each_held_card_state(moves, target.cards, |k, slot| {
+                    let after = moves.after[k][slot] as usize;
+                    let mine = value::negate(segment[base + after]);
+                    values[k] = values[k].max(mine);
+                });
+            }
+            true
+        });
+    });
+}
+
+/// Own lane segments of a unit at initialisation.
+pub(super) struct InitLanes<'a> {
+    pub won: &'a mut [u32],
+    pub lost: &'a mut [u32],
+    pub fresh: &'a mut [u32],
+    pub capture_win: &'a mut [u32],
+    pub values: &'a mut [u8],
+}
+
+/// Decides wins in one, no-move losses and game-over holes, after the
+/// captures are folded into the value bytes.
+pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, own: InitLanes) -> UnitReport {
+    let win1 = Value::Win(1).to_byte();
+    let loss0 = Value::Loss(0).to_byte();
+    let mut report = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
+    for_each_layout(unit.group, unit.p, unit.q, unit.start, unit.end, |n, layout| {
+        let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
+        if masters_end_game(layout.mover_master, layout.opponent_master) {
+            own.won[n] = ALL_CARD_STATES;
+            own.lost[n] = ALL_CARD_STATES;
+            values.fill(NO_VALUE);
+            return;
+        }
+        let mut win_cards = 0u8;
+        let cards_with_moves = moves.for_each_move(layout, |_, _, target, kind| {
+            if kind == MoveKind::Win {
+                win_cards |= target.cards;
+            }
+            true
+        });
+        let win_now = moves.holding_any(win_cards);
+        let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
+        let lost_now = if rules.no_move == NoMoveRule::Loss { no_move & !win_now } else { 0 };
+        own.won[n] = win_now;
+        own.lost[n] = lost_now;
+        own.fresh[n] = lost_now;
+        let mut capture_win = 0;
+        for (k, value) in values.iter_mut().enumerate() {
+            let bit = 1u32 << k;
+            if win_now & bit != 0 {
+                *value = win1;
+            } else if lost_now & bit != 0 {
+                *value = loss0;
+            } else if let Some(v) = Value::from_byte(*value) {
+                match v {
+                    Value::Win(p) => {
+                        capture_win |= bit;
+                        report.deepest_plies = report.deepest_plies.max(p);
+                    }
+                    Value::Loss(p) => report.deepest_plies = report.deepest_plies.max(p),
+                    Value::Draw => {}
+                }
+            }
+        }
+        own.capture_win[n] = capture_win;
+        let undecided = ALL_CARD_STATES & !(win_now | lost_now);
+        report.decided += (win_now | lost_now).count_ones() as u64;
+        report.undecided += undecided.count_ones() as u64;
+        report.next_event_plies = report.next_event_plies.min(next_event(values, capture_win & undecided, 0));
+    });
+    report
+}
+
+/// Own lane segments of a unit in a win step.
+pub(super) struct WinLanes<'a> {
+    pub won: &'a mut [u32],
+    pub values: &'a mut [u8],
+    pub lost: &'a [u32],
+    pub capture_win: &'a [u32],
+    pub held: &'a [u32],
+}
+
+/// What a step reads besides its own segments.
+pub(super) struct StepInput<'a> {
+    pub rules: &'a Rules,
+    pub moves: &'a MoveTable,
+    pub depth_plies: u16,
+    /// Change flags of the material quiet moves land in.
+    pub target_sides: &'a SideFlags,
+    /// Change flags of the unit's own material, to mark.
+    pub own_sides: &'a SideFlags,
+    /// May layouts whose successors did not change be skipped?
+    pub may_skip: bool,
+}
+
+/// Odd step: states that can move into a loss in `depth - 1` plies win in
+/// `depth`. `landing` holds the `fresh` segments of the material moved into.
+pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, own: WinLanes) -> UnitReport {
+    let (moves, depth) = (input.moves, input.depth_plies);
+    let win_byte = Value::Win(depth).to_byte();
+    let mut report = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
+    for_each_layout(unit.group, unit.p, unit.q, unit.start, unit.end, |n, layout| {
+        let mut undecided = !(own.won[n] | own.lost[n]) & ALL_CARD_STATES;
+        if undecided == 0 {
+            return;
+        }
+        let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
+        let pending_capture = undecided & own.capture_win[n];
+        let look = !input.may_skip || input.target_sides.successors_changed(layout);
+        let mut wins = 0;
+        if look {
+            let mut reach = 0u32;
+            let cards_with_moves = moves.for_each_move(layout, |from, to, t, kind| {
+                if kind == MoveKind::Quiet {
+                    let (next, segment) = landing.find(layout, from, to, 0);
+                    reach |= segment[next] & t.successor_states;
+                }
+                true
+            });
+            let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
+            wins = moves.cards.any_predecessor(reach, 0x1f) & !no_move;
+            if no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
+                let at = layout.mover_master;
+                let (next, segment) = landing.find(layout, at, at, 0);
+                wins |= moves.cards.any_predecessor(segment[next], 0x1f) & no_move;
+            }
+        }
+        let mut by_capture = pending_capture & !wins;
+        while by_capture != 0 {
+            let k = by_capture.trailing_zeros() as usize;
+            by_capture &= by_capture - 1;
+            if values[k] == win_byte {
+                wins |= 1 << k;
+            }
+        }
+        wins &= undecided;
+        if wins != 0 {
+            own.won[n] |= wins;
+            report.decided += wins.count_ones() as u64;
+            set_values(values, wins, win_byte);
+            input.own_sides.mark_changed(layout);
+            undecided &= !wins;
+        }
+        report.undecided += undecided.count_ones() as u64;
+        let pending = undecided & (own.capture_win[n] | own.held[n]);
+        if pending != 0 {
+            report.next_event_plies = report.next_event_plies.min(next_event(values, pending, depth));
+        }
+    });
+    report
+}
+
+/// Own lane segments of a unit in a loss step.
+pub(super) struct LossLanes<'a> {
+    pub lost: &'a mut [u32],
+    pub fresh: &'a mut [u32],
+    pub held: &'a mut [u32],
+    pub values: &'a mut [u8],
+    pub won: &'a [u32],
+    pub capture_win: &'a [u32],
+}
+
+/// Even step: states all of whose moves lead to wins (in fewer than `depth`
+/// plies, captures included) lose in `depth`. `landing` holds the `won`
+/// segments of the material moved into.
+pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, own: LossLanes) -> UnitReport {
+    let (moves, depth) = (input.moves, input.depth_plies);
+    let loss_byte = Value::Loss(depth).to_byte();
+    let mut report = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
+    for_each_layout(unit.group, unit.p, unit.q, unit.start, unit.end, |n, layout| {
+        own.fresh[n] = 0;
+        let mut undecided = !(own.won[n] | own.lost[n]) & ALL_CARD_STATES;
+        if undecided == 0 {
+            return;
+        }
+        let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
+        // Unchanged successors give the answer of two steps ago: only
+        // losses held back by a capture can be due now.
+        let mut losses = if input.may_skip && !input.target_sides.successors_changed(layout) {
+            own.held[n] & undecided
+        } else {
+            let mut all_won = ALL_CARD_STATES;
+            let mut stopped = false;
+            let cards_with_moves = moves.for_each_move(layout, |from, to, t, kind| {
+                if kind == MoveKind::Quiet {
+                    let (next, segment) = landing.find(layout, from, to, 0);
+                    all_won &= segment[next] | !t.successor_states;
+                    // Once no undecided state can have all its moves won,
+                    // the rest of the moves cannot change the answer.
+                    if moves.cards.all_held(all_won) & undecided == 0 {
+                        stopped = true;
+                        return false;
+                    }
+                }
+                true
+            });
+            if stopped {
+                0
+            } else {
+                let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
+                let mut losses = moves.cards.all_held(all_won) & !no_move;
+                if no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
+                    let at = layout.mover_master;
+                    let (next, segment) = landing.find(layout, at, at, 0);
+                    losses |= moves.cards.all_held(segment[next]) & no_move;
+                }
+                losses & undecided
+            }
+        };
+        // Captures that lead to later wins (or draws, or wins for us) hold
+        // the loss back.
+        let mut check = losses;
+        let mut held_back = 0;
+        while check != 0 {
+            let k = check.trailing_zeros() as usize;
+            check &= check - 1;
+            if values[k] != NO_VALUE && values[k] > loss_byte {
+                held_back |= 1 << k;
+            }
+        }
+        losses &= !held_back;
+        own.held[n] = held_back;
+        if losses != 0 {
+            own.lost[n] |= losses;
+            own.fresh[n] = losses;
+            report.decided += losses.count_ones() as u64;
+            set_values(values, losses, loss_byte);
+            input.own_sides.mark_changed(layout);
+            undecided &= !losses;
+        }
+        report.undecided += undecided.count_ones() as u64;
+        let pending = undecided & (own.capture_win[n] | held_back);
+        if pending != 0 {
+            report.next_event_plies = report.next_event_plies.min(next_event(values, pending, depth));
+        }
+    });
+    report
+}
+
+/// Undecided states are draws; holes keep [`NO_VALUE`].
+pub(super) fn finish(won: &[u32], lost: &[u32], values: &mut [u8]) {
+    for (n, values) in values.chunks_exact_mut(CARD_STATES).enumerate() {
+        if won[n] == ALL_CARD_STATES && lost[n] == ALL_CARD_STATES {
+            values.fill(NO_VALUE);
+            continue;
+        }
+        let undecided = !(won[n] | lost[n]) & ALL_CARD_STATES;
+        set_values(values, undecided, DRAW);
+    }
+}
+
+/// The layout after moving `from` -> `to` (a pass if equal), in the new
+/// mover's view. Used by tests to cross-check `Landing::find`.
+#[cfg(test)]
+pub(super) fn successor(layout: &Layout, from: u8, to: u8) -> Layout {
+    let moved = layout.mover ^ (1 << from) ^ (1 << to);
+    let master = if from == layout.mover_master { to } else { layout.mover_master };
+    Layout {
+        mover: rotate(layout.opponent & !(1 << to)),
+        opponent: rotate(moved),
+        mover_master: rotate_square(layout.opponent_master),
+        opponent_master: rotate_square(master),
+    }
+}

@@ -1,0 +1,199 @@
+//! Lanes: the per-layout arrays a material is solved in (five bit planes and
+//! the value bytes), laid out group by group, and the regions of memory that
+//! hold some or all of their segments.
+//!
+//! Owns the byte layout of a lane (one aligned segment per index group, in
+//! group order, so a slice of groups is one contiguous range of a file) and
+//! the carving of regions into disjoint per-group slices. Knows nothing of
+//! moves or values, and does no I/O.
+
+use crate::index::MaterialIndex;
+use crate::rules::CARD_STATES;
+use std::ops::Range;
+
+/// Every segment starts at a multiple of this many bytes, so that each can
+/// be read and written with O_DIRECT without touching its neighbours.
+pub const SEGMENT_ALIGN_BYTES: u64 = 4096;
+
+/// The arrays of a material under solving.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Lane {
+    /// Card states won so far (u32 per layout).
+    Won,
+    /// Card states lost so far.
+    Lost,
+    /// Card states lost in the last loss step.
+    Fresh,
+    /// Card states whose capture value is a win.
+    CaptureWin,
+    /// Card states whose loss is held back by a capture into a longer loss.
+    Held,
+    /// Value bytes, 30 per layout.
+    Values,
+}
+
+impl Lane {
+    pub const ALL: [Lane; 6] = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::CaptureWin, Lane::Held, Lane::Values];
+
+    pub fn bytes_per_layout(self) -> u64 {
+        match self {
+            Lane::Values => CARD_STATES as u64,
+            _ => 4,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Lane::Won => "won",
+            Lane::Lost => "lost",
+            Lane::Fresh => "fresh",
+            Lane::CaptureWin => "capture-win",
+            Lane::Held => "held",
+            Lane::Values => "values",
+        }
+    }
+}
+
+/// Where each group's segment of a lane lies, in bytes from the lane's start.
+#[derive(Clone, Debug)]
+pub struct LaneLayout {
+    /// Byte offset of each group's segment, then the lane's padded length.
+    offsets: Vec<u64>,
+    /// Byte length of each group's segment (unpadded).
+    lens: Vec<u64>,
+    bytes_per_layout: u64,
+}
+
+impl LaneLayout {
+    pub fn new(index: &MaterialIndex, bytes_per_layout: u64) -> LaneLayout {
+        let mut offsets = Vec::with_capacity(index.groups().len() + 1);
+        let mut lens = Vec::with_capacity(index.groups().len());
+        let mut at = 0u64;
+        for group in index.groups() {
+            offsets.push(at);
+            let len = group.layouts * bytes_per_layout;
+            lens.push(len);
+            at += len.div_ceil(SEGMENT_ALIGN_BYTES) * SEGMENT_ALIGN_BYTES;
+        }
+        offsets.push(at);
+        LaneLayout { offsets, lens, bytes_per_layout }
+    }
+
+    /// Padded length of the whole lane in bytes.
+    pub fn total_bytes(&self) -> u64 {
+        *self.offsets.last().expect("a lane has an end offset")
+    }
+
+    /// Byte range of group `g`'s segment (unpadded).
+    pub fn segment(&self, g: usize) -> Range<u64> {
+        self.offsets[g]..self.offsets[g] + self.lens[g]
+    }
+
+    /// Padded byte range of groups `groups` (consecutive): what one read of
+    /// them covers.
+    pub fn span(&self, groups: Range<usize>) -> Range<u64> {
+        self.offsets[groups.start]..self.offsets[groups.end]
+    }
+
+    pub fn bytes_per_layout(&self) -> u64 {
+        self.bytes_per_layout
+    }
+}
+
+/// Where a region of memory holds each group's segment of one lane, in
+/// elements of the region.
+pub trait SegmentMap: Sync {
+    /// Element range of group `g` within the region; the group must be in it.
+    fn elements(&self, g: usize) -> Range<usize>;
+}
+
+/// A region holding a whole lane, or the consecutive groups starting at
+/// `first_byte`, at their lane offsets.
+pub struct Span<'a> {
+    pub layout: &'a LaneLayout,
+    /// Lane byte offset of the region's first element.
+    pub first_byte: u64,
+    /// Bytes per element of the region (4 for planes, 1 for values).
+    pub element_bytes: u64,
+}
+
+impl SegmentMap for Span<'_> {
+    #[inline]
+    fn elements(&self, g: usize) -> Range<usize> {
+        let bytes = self.layout.segment(g);
+        debug_assert!(bytes.start >= self.first_byte);
+        ((bytes.start - self.first_byte) / self.element_bytes) as usize
+            ..((bytes.end - self.first_byte) / self.element_bytes) as usize
+    }
+}
+
+/// Splits `data` into disjoint mutable slices at `ranges`, which must be
+/// sorted and non-overlapping.
+pub fn carve_mut<'a, T>(mut data: &'a mut [T], ranges: impl IntoIterator<Item = Range<usize>>) -> Vec<&'a mut [T]> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for range in ranges {
+        assert!(range.start >= at, "segments must be sorted and disjoint");
+        let rest = std::mem::take(&mut data);
+        let (_, tail) = rest.split_at_mut(range.start - at);
+        let (head, tail) = tail.split_at_mut(range.end - range.start);
+        out.push(head);
+        data = tail;
+        at = range.end;
+    }
+    out
+}
+
+/// Resident storage of every lane of one material, at lane offsets.
+pub struct ResidentLanes {
+    pub won: Vec<u32>,
+    pub lost: Vec<u32>,
+    pub fresh: Vec<u32>,
+    pub capture_win: Vec<u32>,
+    pub held: Vec<u32>,
+    pub values: Vec<u8>,
+}
+
+impl ResidentLanes {
+    pub fn new(planes: &LaneLayout, values: &LaneLayout) -> ResidentLanes {
+        let plane = || vec![0u32; (planes.total_bytes() / 4) as usize];
+        ResidentLanes {
+            won: plane(),
+            lost: plane(),
+            fresh: plane(),
+            capture_win: plane(),
+            held: plane(),
+            values: vec![0u8; values.total_bytes() as usize],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::Material;
+
+    #[test]
+    fn segments_are_aligned_disjoint_and_in_order() {
+        let index = MaterialIndex::new(Material::new(2, 3));
+        for lane in Lane::ALL {
+            let layout = LaneLayout::new(&index, lane.bytes_per_layout());
+            let mut end = 0;
+            for (g, group) in index.groups().iter().enumerate() {
+                let segment = layout.segment(g);
+                assert_eq!(segment.start % SEGMENT_ALIGN_BYTES, 0);
+                assert!(segment.start >= end);
+                assert_eq!(segment.end - segment.start, group.layouts * lane.bytes_per_layout());
+                end = segment.end;
+            }
+            assert!(layout.total_bytes() >= end && layout.total_bytes() % SEGMENT_ALIGN_BYTES == 0);
+        }
+    }
+
+    #[test]
+    fn carving_gives_the_requested_ranges() {
+        let mut data: Vec<u32> = (0..20).collect();
+        let parts = carve_mut(&mut data, [1..3, 3..4, 10..20]);
+        assert_eq!(parts.iter().map(|p| p.to_vec()).collect::<Vec<_>>(), vec![vec![1, 2], vec![3], (10..20).collect()]);
+    }
+}
