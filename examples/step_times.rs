@@ -14,13 +14,14 @@ fn main() {
         let ms = last.elapsed().as_secs_f64() * 1e3;
         *last = Instant::now();
         match p {
-            Progress::MaterialStarted { materials, layouts } => {
+            Progress::MaterialStarted { materials, layouts, .. } => {
                 println!("{} {}: {layouts} layouts", materials[0], materials[1])
             }
             Progress::Step { depth_plies, decided } => {
                 println!("  depth {depth_plies:3} {ms:9.1} ms decided {decided}")
             }
             Progress::MaterialDone { .. } => println!("  done {ms:9.1} ms"),
+            Progress::MaterialResumed { .. } => {}
         }
     };
     solver::solve(&rules, men / 2, &report).unwrap();

@@ -128,9 +128,13 @@ impl Reporter {
 
     fn progress(&self, progress: Progress) {
         match progress {
-            Progress::MaterialStarted { materials, layouts } => {
+            Progress::MaterialStarted { materials, layouts, streamed } => {
                 self.depth.store(0, Ordering::Relaxed);
-                self.line(format_args!("{}: started, {layouts} layouts", pair(materials)));
+                let how = if streamed { "streamed from the work directory" } else { "in memory" };
+                self.line(format_args!("{}: started, {layouts} layouts, {how}", pair(materials)));
+            }
+            Progress::MaterialResumed { materials } => {
+                self.line(format_args!("{}: finished by the earlier run (checkpoint)", pair(materials)));
             }
             Progress::Step { depth_plies, decided } => {
                 self.depth.store(depth_plies as u64, Ordering::Relaxed);

@@ -29,20 +29,26 @@
 //! contiguous slice of its lanes (seed 002's loop nest). That is what lets
 //! the block store stream the table: see [`schedule`].
 
+mod checkpoint;
+pub mod disk;
 mod flags;
 mod kernel;
 pub mod lanes;
 mod schedule;
 
 use crate::index::{Group, Material, MaterialIndex};
-use crate::rules::{MAX_PIECES_PER_SIDE, Rules};
+use crate::rules::{CARD_STATES, MAX_PIECES_PER_SIDE, Rules};
 use crate::table::{SolvedMaterial, Table};
 use crate::value::MAX_LOSS_PLIES;
+use disk::{AlignedBuf, DiskError, LaneFile, lane_path};
 use flags::{GroupFlags, SideFlags};
 use kernel::{Landing, MoveTable, NO_EVENT, ROWS, StepInput, Unit, UnitReport};
-use lanes::{LaneLayout, ResidentLanes, SegmentMap, Span, carve_mut};
+use lanes::{Lane, LaneLayout, ResidentLanes, SEGMENT_ALIGN_BYTES, SegmentMap, Span, carve_mut};
 use rayon::prelude::*;
+use schedule::MoverSlices;
 use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 /// Placements per unit of parallel work: big enough to amortise scheduling,
@@ -55,14 +61,57 @@ pub enum SolveError {
     Size(usize),
     #[error("material {0} needs a loss deeper than {MAX_LOSS_PLIES} plies, which the value byte cannot hold")]
     TooDeep(Material),
+    #[error(
+        "a memory budget of {budget_bytes} bytes cannot hold one group of the work; the minimum is {minimum_bytes} bytes"
+    )]
+    BudgetTooSmall { budget_bytes: u64, minimum_bytes: u64 },
+    #[error(transparent)]
+    Disk(#[from] DiskError),
+    #[error(transparent)]
+    Checkpoint(#[from] checkpoint::CheckpointError),
 }
 
 /// What the solver reports as it goes.
 #[derive(Clone, Copy, Debug)]
 pub enum Progress {
-    MaterialStarted { materials: [Material; 2], layouts: u64 },
-    Step { depth_plies: u16, decided: u64 },
-    MaterialDone { materials: [Material; 2] },
+    MaterialStarted {
+        materials: [Material; 2],
+        layouts: u64,
+        streamed: bool,
+    },
+    Step {
+        depth_plies: u16,
+        decided: u64,
+    },
+    MaterialDone {
+        materials: [Material; 2],
+    },
+    /// Materials finished by an earlier run, taken from its checkpoint.
+    MaterialResumed {
+        materials: [Material; 2],
+    },
+}
+
+/// Where the solver keeps its work.
+#[derive(Clone, Debug, Default)]
+pub struct SolveConfig {
+    /// Work directory for lanes that do not fit the budget and for the
+    /// checkpoint. None: everything stays in memory.
+    pub work_dir: Option<PathBuf>,
+    /// Bytes of lane memory the solver may use (None: unlimited). Fixed
+    /// overheads (indexes, flags, threads) come on top; see DESIGN.md.
+    pub budget_bytes: Option<u64>,
+    /// Continue from the checkpoint in the work directory.
+    pub resume: bool,
+    /// Solve every pair streamed, even if it would fit in memory (tests).
+    pub force_streamed: bool,
+}
+
+/// I/O done by a solve.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IoTotals {
+    pub bytes_read: u64,
+    pub bytes_written: u64,
 }
 
 /// What the solver keeps per group between steps.
@@ -74,6 +123,13 @@ struct GroupState {
     next_event_plies: u16,
 }
 
+/// Where a material's lanes are.
+enum Storage {
+    Resident(ResidentLanes),
+    /// One file per lane, indexed by `Lane as usize`.
+    OnDisk(Vec<LaneFile>),
+}
+
 /// Working state of one material while it is solved.
 struct Work {
     index: MaterialIndex,
@@ -81,32 +137,50 @@ struct Work {
     planes: LaneLayout,
     /// Layout of the value lane (30 bytes per layout).
     values: LaneLayout,
-    lanes: ResidentLanes,
+    storage: Storage,
     sides: SideFlags,
     changed: GroupFlags,
     groups: Vec<GroupState>,
 }
 
 impl Work {
-    fn new(material: Material) -> Work {
+    fn new(material: Material, streamed_in: Option<&Path>) -> Result<Work, SolveError> {
         let index = MaterialIndex::new(material);
         let planes = LaneLayout::new(&index, 4);
-        let values = LaneLayout::new(&index, crate::rules::CARD_STATES as u64);
-        let lanes = ResidentLanes::new(&planes, &values);
+        let values = LaneLayout::new(&index, CARD_STATES as u64);
+        let storage = match streamed_in {
+            None => Storage::Resident(ResidentLanes::new(&planes, &values)),
+            Some(dir) => {
+                let mut files = Vec::new();
+                for lane in Lane::ALL {
+                    let bytes = if lane == Lane::Values { values.total_bytes() } else { planes.total_bytes() };
+                    files.push(LaneFile::open(&lane_path(dir, material, lane), true, bytes)?);
+                }
+                Storage::OnDisk(files)
+            }
+        };
         let groups = vec![GroupState { undecided: 0, next_event_plies: NO_EVENT }; index.groups().len()];
-        Work {
+        Ok(Work {
             sides: SideFlags::new(material.mover as usize),
             changed: GroupFlags::new(index.groups().len()),
             index,
             planes,
             values,
-            lanes,
+            storage,
             groups,
+        })
+    }
+
+    fn file(&self, lane: Lane) -> &LaneFile {
+        match &self.storage {
+            Storage::OnDisk(files) => &files[lane as usize],
+            Storage::Resident(_) => unreachable!("only streamed materials have files"),
         }
     }
 
-    fn plane_map(&self) -> Span<'_> {
-        plane_span(&self.planes)
+    /// Lane bytes of the material: what holding it resident costs.
+    fn resident_bytes(index: &MaterialIndex) -> u64 {
+        5 * LaneLayout::new(index, 4).total_bytes() + LaneLayout::new(index, CARD_STATES as u64).total_bytes()
     }
 }
 
@@ -120,22 +194,76 @@ fn value_span(layout: &LaneLayout) -> Span<'_> {
     Span { layout, first_byte: 0, element_bytes: 1 }
 }
 
-/// A finished material: its value lane.
-struct Finished {
+/// A finished material: its value lane, in memory or in a work file.
+pub struct FinishedMaterial {
     index: MaterialIndex,
     values_layout: LaneLayout,
-    values: Vec<u8>,
+    values: FinishedValues,
 }
 
-impl Finished {
-    /// The value bytes without segment padding, in layout order.
-    fn into_solved(self) -> SolvedMaterial {
-        let mut values = Vec::with_capacity(self.index.layouts() as usize * crate::rules::CARD_STATES);
+enum FinishedValues {
+    Resident(Vec<u8>),
+    OnDisk(LaneFile),
+}
+
+impl FinishedMaterial {
+    pub fn material(&self) -> Material {
+        self.index.material
+    }
+
+    pub fn index(&self) -> &MaterialIndex {
+        &self.index
+    }
+
+    /// Hands the value bytes, without segment padding and in layout order,
+    /// to `sink` one group segment at a time (at most one group in memory).
+    pub fn for_each_chunk(&self, mut sink: impl FnMut(&[u8]) -> Result<(), SolveError>) -> Result<(), SolveError> {
+        let mut buffer = None;
         for g in 0..self.index.groups().len() {
             let segment = self.values_layout.segment(g);
-            values.extend_from_slice(&self.values[segment.start as usize..segment.end as usize]);
+            match &self.values {
+                FinishedValues::Resident(values) => sink(&values[segment.start as usize..segment.end as usize])?,
+                FinishedValues::OnDisk(file) => {
+                    let padded = self.values_layout.span(g..g + 1);
+                    let len = (padded.end - padded.start) as usize;
+                    let buffer: &mut AlignedBuf = match &mut buffer {
+                        Some(b) if AlignedBuf::len(b) >= len => b,
+                        _ => buffer.insert(AlignedBuf::zeroed(len)?),
+                    };
+                    let bytes = &mut buffer.bytes_mut()[..len];
+                    file.read(padded, bytes)?;
+                    sink(&bytes[..(segment.end - segment.start) as usize])?;
+                }
+            }
         }
-        SolvedMaterial { index: self.index, values }
+        Ok(())
+    }
+
+    fn into_solved(self) -> Result<SolvedMaterial, SolveError> {
+        let mut values = Vec::with_capacity(self.index.layouts() as usize * CARD_STATES);
+        self.for_each_chunk(|chunk| {
+            values.extend_from_slice(chunk);
+            Ok(())
+        })?;
+        Ok(SolvedMaterial { index: self.index, values })
+    }
+}
+
+/// Every material of a table, solved.
+pub struct Solved {
+    pub rules: Rules,
+    pub max_per_side: usize,
+    pub materials: Vec<FinishedMaterial>,
+    pub io: IoTotals,
+    /// Pairs solved streamed (the others were resident).
+    pub streamed_pairs: usize,
+}
+
+impl Solved {
+    /// The table in memory (reads the work files of streamed materials).
+    pub fn into_table(self) -> Result<Table, SolveError> {
+        let materials = self.materials.into_iter().map(FinishedMaterial::into_solved).collect::<Result<_, _>>()?;
+        Ok(Table::new(self.rules, self.max_per_side, materials))
     }
 }
 
@@ -152,12 +280,14 @@ impl<'a, T> ReadRegion<'a, T> {
     }
 }
 
-/// The landing table of group `group` in `target` (captures: `capture`).
+/// The landing table of group `group` in `target`: quiet moves, or captures
+/// (`capture`) into rows of the bit set `rows` only.
 fn landing<'a, T>(
     group: &Group,
     target: &'a MaterialIndex,
     region: &ReadRegion<'a, T>,
     capture: bool,
+    rows: u8,
 ) -> Landing<'a, T> {
     let mut groups = [[None; ROWS]; ROWS];
     for (from_row, row) in groups.iter_mut().enumerate() {
@@ -165,7 +295,7 @@ fn landing<'a, T>(
             continue;
         }
         for (to_row, slot) in row.iter_mut().enumerate() {
-            if capture && group.opponent_counts[to_row] == 0 {
+            if rows & (1 << to_row) == 0 || (capture && group.opponent_counts[to_row] == 0) {
                 continue;
             }
             let (mover, opponent) = kernel::landing_counts(group, from_row, to_row, capture);
@@ -175,9 +305,11 @@ fn landing<'a, T>(
     Landing { index: target, groups }
 }
 
-/// Units of work over the given groups: (group number, placement range,
-/// layout range within the group).
-fn units_of(index: &MaterialIndex, groups: &[usize]) -> Vec<(usize, u64, u64)> {
+/// A unit of work: (group number, first placement, end placement).
+type UnitSpec = (usize, u64, u64);
+
+/// Units of work over the given groups.
+fn units_of(index: &MaterialIndex, groups: &[usize]) -> Vec<UnitSpec> {
     let per_placement = (index.material.mover as u64) * (index.material.opponent as u64);
     let mut units = Vec::new();
     for &g in groups {
@@ -192,13 +324,8 @@ fn units_of(index: &MaterialIndex, groups: &[usize]) -> Vec<(usize, u64, u64)> {
     units
 }
 
-/// Element range of a unit within a region.
-fn unit_elements(
-    map: &dyn SegmentMap,
-    index: &MaterialIndex,
-    unit: (usize, u64, u64),
-    per_layout: usize,
-) -> std::ops::Range<usize> {
+/// Element range of a unit within a region (`per_layout` elements per layout).
+fn unit_elements(map: &dyn SegmentMap, index: &MaterialIndex, unit: UnitSpec, per_layout: usize) -> Range<usize> {
     let per_placement = (index.material.mover as u64) * (index.material.opponent as u64);
     let group = map.elements(unit.0);
     let start = group.start + (unit.1 * per_placement) as usize * per_layout;
@@ -207,53 +334,557 @@ fn unit_elements(
     start..end
 }
 
-/// Solves every material with 1..=`max_per_side` pieces per side.
-pub fn solve(rules: &Rules, max_per_side: usize, progress: &(dyn Fn(Progress) + Sync)) -> Result<Table, SolveError> {
-    if !(1..=MAX_PIECES_PER_SIDE).contains(&max_per_side) {
-        return Err(SolveError::Size(max_per_side));
+/// Own lanes of some groups of a material, in some region of memory.
+struct Own<'a> {
+    plane_map: &'a dyn SegmentMap,
+    value_map: &'a dyn SegmentMap,
+    won: &'a mut [u32],
+    lost: &'a mut [u32],
+    fresh: &'a mut [u32],
+    capture_win: &'a mut [u32],
+    held: &'a mut [u32],
+    values: &'a mut [u8],
+}
+
+/// Folds captures into rows `rows` into the value bytes of the units.
+fn run_fold(
+    moves: &MoveTable,
+    index: &MaterialIndex,
+    units: &[UnitSpec],
+    own: Own,
+    captured: &MaterialIndex,
+    region: &ReadRegion<u8>,
+    rows: u8,
+) {
+    let (p, q) = (index.material.mover as usize, index.material.opponent as usize);
+    let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, CARD_STATES)));
+    units.par_iter().zip(values).for_each(|(&(g, start, end), values)| {
+        let group = &index.groups()[g];
+        let landing = landing(group, captured, region, true, rows);
+        kernel::fold_captures(moves, Unit { group, p, q, start, end }, &landing, rows, values);
+    });
+}
+
+fn run_init(rules: &Rules, moves: &MoveTable, index: &MaterialIndex, units: &[UnitSpec], own: Own) -> Vec<UnitReport> {
+    let (p, q) = (index.material.mover as usize, index.material.opponent as usize);
+    let plane_ranges = || units.iter().map(|&u| unit_elements(own.plane_map, index, u, 1));
+    let won = carve_mut(own.won, plane_ranges());
+    let lost = carve_mut(own.lost, plane_ranges());
+    let fresh = carve_mut(own.fresh, plane_ranges());
+    let capture_win = carve_mut(own.capture_win, plane_ranges());
+    let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, CARD_STATES)));
+    let slices: Vec<_> = won.into_iter().zip(lost).zip(fresh).zip(capture_win).zip(values).collect();
+    units
+        .par_iter()
+        .zip(slices)
+        .map(|(&(g, start, end), ((((won, lost), fresh), capture_win), values))| {
+            let group = &index.groups()[g];
+            let own = kernel::InitLanes { won, lost, fresh, capture_win, values };
+            kernel::initialize(rules, moves, Unit { group, p, q, start, end }, own)
+        })
+        .collect()
+}
+
+/// One step over the units. `landing` is the lane quiet moves land in
+/// (`fresh` for a win step, `won` for a loss step); None when the material
+/// lands in itself and the lane is in `own`.
+fn run_step(
+    input: &StepInput,
+    index: &MaterialIndex,
+    units: &[UnitSpec],
+    own: Own,
+    landing_in: Option<(&MaterialIndex, ReadRegion<u32>)>,
+) -> Vec<UnitReport> {
+    let (p, q) = (index.material.mover as usize, index.material.opponent as usize);
+    let plane_map = own.plane_map;
+    let plane_ranges = || units.iter().map(|&u| unit_elements(plane_map, index, u, 1));
+    let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, CARD_STATES)));
+    if input.depth_plies % 2 == 1 {
+        let won = carve_mut(own.won, plane_ranges());
+        let (lost, capture_win, held, fresh) = (&*own.lost, &*own.capture_win, &*own.held, &*own.fresh);
+        let (target, region) = landing_in.unwrap_or((index, ReadRegion { map: plane_map, data: fresh }));
+        let slices: Vec<_> = won.into_iter().zip(values).collect();
+        units
+            .par_iter()
+            .zip(slices)
+            .map(|(&u, (won, values))| {
+                let (g, start, end) = u;
+                let group = &index.groups()[g];
+                let r = unit_elements(plane_map, index, u, 1);
+                let own = kernel::WinLanes {
+                    won,
+                    values,
+                    lost: &lost[r.clone()],
+                    capture_win: &capture_win[r.clone()],
+                    held: &held[r],
+                };
+                let landing = landing(group, target, &region, false, 0x1f);
+                kernel::win_step(input, Unit { group, p, q, start, end }, &landing, own)
+            })
+            .collect()
+    } else {
+        let lost = carve_mut(own.lost, plane_ranges());
+        let fresh = carve_mut(own.fresh, plane_ranges());
+        let held = carve_mut(own.held, plane_ranges());
+        let (won, capture_win) = (&*own.won, &*own.capture_win);
+        let (target, region) = landing_in.unwrap_or((index, ReadRegion { map: plane_map, data: won }));
+        let slices: Vec<_> = lost.into_iter().zip(fresh).zip(held).zip(values).collect();
+        units
+            .par_iter()
+            .zip(slices)
+            .map(|(&u, (((lost, fresh), held), values))| {
+                let (g, start, end) = u;
+                let group = &index.groups()[g];
+                let r = unit_elements(plane_map, index, u, 1);
+                let own =
+                    kernel::LossLanes { lost, fresh, held, values, won: &won[r.clone()], capture_win: &capture_win[r] };
+                let landing = landing(group, target, &region, false, 0x1f);
+                kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own)
+            })
+            .collect()
     }
-    let moves = MoveTable::new(rules);
-    let mut solved: BTreeMap<Material, Finished> = BTreeMap::new();
-    for material in Material::all_up_to(max_per_side) {
-        if solved.contains_key(&material) || material.mover > material.opponent {
-            continue;
+}
+
+/// Undecided states of the groups become draws.
+fn run_finish(groups: &[usize], own: Own) {
+    let values = carve_mut(own.values, groups.iter().map(|&g| own.value_map.elements(g)));
+    let (won, lost) = (&*own.won, &*own.lost);
+    groups.par_iter().zip(values).for_each(|(&g, values)| {
+        let r = own.plane_map.elements(g);
+        kernel::finish(&won[r.clone()], &lost[r], values);
+    });
+}
+
+/// Stores per-group results of a pass; returns their total.
+fn record_reports(
+    groups: &mut [GroupState],
+    changed: &mut GroupFlags,
+    units: &[UnitSpec],
+    reports: &[UnitReport],
+    mark: bool,
+) -> UnitReport {
+    let mut total = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
+    let mut i = 0;
+    while i < units.len() {
+        let g = units[i].0;
+        let mut merged = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
+        while i < units.len() && units[i].0 == g {
+            merged = UnitReport::merge(merged, reports[i]);
+            i += 1;
         }
-        let pair = [material, material.flipped()];
-        let mut works: Vec<Work> = if material.mover == material.opponent {
-            vec![Work::new(material)]
-        } else {
-            pair.iter().map(|&m| Work::new(m)).collect()
-        };
-        let layouts = works.iter().map(|w| w.index.layouts()).sum();
-        progress(Progress::MaterialStarted { materials: pair, layouts });
-        solve_pair(rules, &moves, &mut works, &solved, progress)?;
-        for work in works {
-            let material = work.index.material;
-            solved.insert(
-                material,
-                Finished { index: work.index, values_layout: work.values, values: work.lanes.values },
-            );
+        groups[g] = GroupState { undecided: merged.undecided, next_event_plies: merged.next_event_plies };
+        if mark && merged.decided > 0 {
+            changed.now[g] = true;
         }
-        progress(Progress::MaterialDone { materials: pair });
+        total = UnitReport::merge(total, merged);
     }
-    let materials = solved.into_values().map(Finished::into_solved).collect();
-    Ok(Table::new(*rules, max_per_side, materials))
+    total
+}
+
+/// Groups of `this` that a step at `depth` must visit, in increasing order:
+/// those with undecided states whose landing groups changed in the last
+/// step, or with a capture event due.
+fn groups_to_visit(this: &Work, target: &Work, depth: u16, among: &[usize]) -> Vec<usize> {
+    among
+        .iter()
+        .copied()
+        .filter(|&g| {
+            let state = this.groups[g];
+            if state.undecided == 0 {
+                return false;
+            }
+            if depth <= 2 || state.next_event_plies <= depth {
+                return true;
+            }
+            let group = &this.index.groups()[g];
+            schedule::landing_groups(group, &target.index).into_iter().any(|t| target.changed.last[t])
+        })
+        .collect()
+}
+
+/// The material to update and the one its quiet moves land in (None when
+/// the pair is a single symmetric material: it lands in itself).
+fn pair_views(works: &mut [Work], i: usize) -> (&mut Work, Option<&Work>) {
+    if works.len() == 1 {
+        (&mut works[0], None)
+    } else {
+        let (a, b) = works.split_at_mut(1);
+        if i == 0 { (&mut a[0], Some(&b[0])) } else { (&mut b[0], Some(&a[0])) }
+    }
+}
+
+/// Where the lanes of a region of groups are in a window: group, element range.
+struct Packed {
+    entries: Vec<(usize, Range<usize>)>,
+}
+
+impl SegmentMap for Packed {
+    fn elements(&self, g: usize) -> Range<usize> {
+        let at = self.entries.binary_search_by_key(&g, |e| e.0).expect("group is in the window");
+        self.entries[at].1.clone()
+    }
+}
+
+/// The memory a streamed pair is solved in, allocated once from the budget:
+/// a window of own group segments (all six lanes) and one slice buffer for
+/// the landing (or captured) slice.
+struct Window {
+    /// Won, lost, fresh, capture-win, held.
+    planes: Vec<AlignedBuf>,
+    values: AlignedBuf,
+    slice: AlignedBuf,
+    io: IoTotals,
+}
+
+/// Lanes in window order.
+const PLANE_LANES: [Lane; 5] = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::CaptureWin, Lane::Held];
+
+impl Window {
+    fn new(plane_bytes: u64, value_bytes: u64, slice_bytes: u64) -> Result<Window, SolveError> {
+        let planes = (0..5).map(|_| AlignedBuf::zeroed(plane_bytes as usize)).collect::<Result<_, _>>()?;
+        Ok(Window {
+            planes,
+            values: AlignedBuf::zeroed(value_bytes as usize)?,
+            slice: AlignedBuf::zeroed(slice_bytes as usize)?,
+            io: IoTotals::default(),
+        })
+    }
+
+    /// Splits `groups` into batches whose segments fit the window.
+    fn batches(&self, work: &Work, groups: &[usize]) -> Vec<Vec<usize>> {
+        let (plane_cap, value_cap) = (self.planes[0].len() as u64, self.values.len() as u64);
+        let mut out: Vec<Vec<usize>> = Vec::new();
+        let (mut planes, mut values) = (0u64, 0u64);
+        for &g in groups {
+            let p = padded_len(&work.planes, g);
+            let v = padded_len(&work.values, g);
+            assert!(p <= plane_cap && v <= value_cap, "the budget check admits every group");
+            if out.is_empty() || planes + p > plane_cap || values + v > value_cap {
+                out.push(Vec::new());
+                (planes, values) = (0, 0);
+            }
+            out.last_mut().expect("pushed above").push(g);
+            planes += p;
+            values += v;
+        }
+        out
+    }
+
+    /// Brings the segments of `batch` into the window: reads `lanes`, zeroes
+    /// the others. Returns the plane and value maps.
+    fn load(&mut self, work: &Work, batch: &[usize], lanes: &[Lane]) -> Result<(Packed, Packed), SolveError> {
+        let (mut plane_entries, mut value_entries) = (Vec::new(), Vec::new());
+        let (mut p_at, mut v_at) = (0usize, 0usize);
+        for &g in batch {
+            let p_len = padded_len(&work.planes, g) as usize;
+            let v_len = padded_len(&work.values, g) as usize;
+            for (i, &lane) in PLANE_LANES.iter().enumerate() {
+                let into = &mut self.planes[i].bytes_mut()[p_at..p_at + p_len];
+                if lanes.contains(&lane) {
+                    work.file(lane).read(work.planes.span(g..g + 1), into)?;
+                    self.io.bytes_read += p_len as u64;
+                } else {
+                    into.fill(0);
+                }
+            }
+            let into = &mut self.values.bytes_mut()[v_at..v_at + v_len];
+            if lanes.contains(&Lane::Values) {
+                work.file(Lane::Values).read(work.values.span(g..g + 1), into)?;
+                self.io.bytes_read += v_len as u64;
+            } else {
+                into.fill(0);
+            }
+            let layouts = work.index.groups()[g].layouts as usize;
+            plane_entries.push((g, p_at / 4..p_at / 4 + layouts));
+            value_entries.push((g, v_at..v_at + layouts * CARD_STATES));
+            p_at += p_len;
+            v_at += v_len;
+        }
+        Ok((Packed { entries: plane_entries }, Packed { entries: value_entries }))
+    }
+
+    /// Writes `lanes` of the batch's segments back to the work files.
+    fn store(&mut self, work: &Work, plane_map: &Packed, value_map: &Packed, lanes: &[Lane]) -> Result<(), SolveError> {
+        for (i, &lane) in PLANE_LANES.iter().enumerate() {
+            if !lanes.contains(&lane) {
+                continue;
+            }
+            for (g, range) in &plane_map.entries {
+                let len = padded_len(&work.planes, *g) as usize;
+                let from = &self.planes[i].bytes()[range.start * 4..range.start * 4 + len];
+                work.file(lane).write(work.planes.segment(*g).start, from)?;
+                self.io.bytes_written += len as u64;
+            }
+        }
+        if lanes.contains(&Lane::Values) {
+            for (g, range) in &value_map.entries {
+                let len = padded_len(&work.values, *g) as usize;
+                let from = &self.values.bytes()[range.start..range.start + len];
+                work.file(Lane::Values).write(work.values.segment(*g).start, from)?;
+                self.io.bytes_written += len as u64;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the groups `groups` of a lane (one contiguous range) into the
+    /// slice buffer; returns the lane byte offset the buffer starts at and
+    /// the byte length read.
+    fn load_slice(
+        &mut self,
+        file: &LaneFile,
+        layout: &LaneLayout,
+        groups: Range<usize>,
+    ) -> Result<(u64, usize), SolveError> {
+        if groups.is_empty() {
+            return Ok((0, 0));
+        }
+        let span = layout.span(groups);
+        let len = (span.end - span.start) as usize;
+        file.read(span.clone(), &mut self.slice.bytes_mut()[..len])?;
+        self.io.bytes_read += len as u64;
+        Ok((span.start, len))
+    }
+}
+
+/// Bytes a group's segment takes with its padding.
+fn padded_len(layout: &LaneLayout, g: usize) -> u64 {
+    let span = layout.span(g..g + 1);
+    span.end - span.start
+}
+
+/// Where a captured (smaller, finished) material's values are.
+struct Captured<'a> {
+    index: &'a MaterialIndex,
+    layout: &'a LaneLayout,
+    slices: MoverSlices,
+    values: CapturedValues<'a>,
+}
+
+enum CapturedValues<'a> {
+    Resident(&'a [u8]),
+    OnDisk(&'a LaneFile),
+}
+
+/// Memory a streamed pair needs: (window plane bytes, window value bytes,
+/// slice bytes) for the smallest window that holds any one group.
+fn streamed_minimum(works: &[Work], captured: &[Option<&FinishedMaterial>]) -> (u64, u64, u64) {
+    let (mut plane, mut value, mut slice) = (0u64, 0u64, 0u64);
+    for work in works {
+        for g in 0..work.index.groups().len() {
+            plane = plane.max(padded_len(&work.planes, g));
+            value = value.max(padded_len(&work.values, g));
+        }
+        let slices = MoverSlices::new(&work.index);
+        for range in slices.all() {
+            slice = slice.max(work.planes.span(range.clone()).end - work.planes.span(range.clone()).start);
+        }
+    }
+    for finished in captured.iter().flatten() {
+        let slices = MoverSlices::new(&finished.index);
+        for range in slices.all() {
+            let span = finished.values_layout.span(range.clone());
+            slice = slice.max(span.end - span.start);
+        }
+    }
+    (plane, value, slice)
+}
+
+/// A window's buffers as the own lanes of a batch.
+fn own_window<'a>(planes: &'a mut [AlignedBuf], values: &'a mut AlignedBuf, pm: &'a Packed, vm: &'a Packed) -> Own<'a> {
+    let [won, lost, fresh, capture_win, held] = planes else { unreachable!("a window has five plane lanes") };
+    Own {
+        plane_map: pm,
+        value_map: vm,
+        won: won.words_mut(),
+        lost: lost.words_mut(),
+        fresh: fresh.words_mut(),
+        capture_win: capture_win.words_mut(),
+        held: held.words_mut(),
+        values: values.bytes_mut(),
+    }
+}
+
+/// Resident lanes as the own lanes of the whole material.
+fn own_resident<'a>(lanes: &'a mut ResidentLanes, pm: &'a dyn SegmentMap, vm: &'a dyn SegmentMap) -> Own<'a> {
+    Own {
+        plane_map: pm,
+        value_map: vm,
+        won: &mut lanes.won,
+        lost: &mut lanes.lost,
+        fresh: &mut lanes.fresh,
+        capture_win: &mut lanes.capture_win,
+        held: &mut lanes.held,
+        values: &mut lanes.values,
+    }
+}
+
+/// Stores per-group results of a pass; returns their total.
+fn record(work: &mut Work, units: &[UnitSpec], reports: &[UnitReport], mark: bool) -> UnitReport {
+    record_reports(&mut work.groups, &mut work.changed, units, reports, mark)
+}
+
+fn initialize(
+    rules: &Rules,
+    moves: &MoveTable,
+    work: &mut Work,
+    captured: Option<&Captured>,
+    window: Option<&mut Window>,
+) -> Result<UnitReport, SolveError> {
+    let Some(window) = window else {
+        let all: Vec<usize> = (0..work.index.groups().len()).collect();
+        let units = units_of(&work.index, &all);
+        let (pm, vm) = (plane_span(&work.planes), value_span(&work.values));
+        let Storage::Resident(lanes) = &mut work.storage else { unreachable!("no window: resident") };
+        if let Some(c) = captured {
+            let CapturedValues::Resident(values) = c.values else { unreachable!("resident pairs load captures") };
+            let map = value_span(c.layout);
+            let region = ReadRegion { map: &map, data: values };
+            run_fold(moves, &work.index, &units, own_resident(lanes, &pm, &vm), c.index, &region, 0x1f);
+        }
+        let reports = run_init(rules, moves, &work.index, &units, own_resident(lanes, &pm, &vm));
+        return Ok(record(work, &units, &reports, false));
+    };
+    let mut total = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
+    for (opponent_counts, groups) in schedule::opponent_slices(&work.index) {
+        for batch in window.batches(work, &groups) {
+            let (pm, vm) = window.load(work, &batch, &[])?;
+            let units = units_of(&work.index, &batch);
+            if let Some(c) = captured {
+                for row in (0..ROWS).filter(|&r| opponent_counts[r] > 0) {
+                    let range = c.slices.get(&schedule::landing_slice_counts(&opponent_counts, Some(row)));
+                    if range.is_empty() {
+                        continue;
+                    }
+                    let CapturedValues::OnDisk(file) = c.values else { unreachable!("streamed pairs stream captures") };
+                    let (first_byte, len) = window.load_slice(file, c.layout, range)?;
+                    let map = Span { layout: c.layout, first_byte, element_bytes: 1 };
+                    let Window { planes, values, slice, .. } = &mut *window;
+                    let region = ReadRegion { map: &map, data: &slice.bytes()[..len] };
+                    let own = own_window(planes, values, &pm, &vm);
+                    run_fold(moves, &work.index, &units, own, c.index, &region, 1 << row);
+                }
+            }
+            let own = own_window(&mut window.planes, &mut window.values, &pm, &vm);
+            let reports = run_init(rules, moves, &work.index, &units, own);
+            window.store(work, &pm, &vm, &[Lane::Won, Lane::Lost, Lane::Fresh, Lane::CaptureWin, Lane::Values])?;
+            total = UnitReport::merge(total, record(work, &units, &reports, false));
+        }
+    }
+    Ok(total)
+}
+
+/// Runs one step at `depth` on material `i` of the pair; returns the number
+/// of states decided.
+fn step(
+    rules: &Rules,
+    moves: &MoveTable,
+    works: &mut [Work],
+    i: usize,
+    depth: u16,
+    window: Option<&mut Window>,
+) -> Result<u64, SolveError> {
+    let (this, other) = pair_views(works, i);
+    let mut results: Vec<(Vec<UnitSpec>, Vec<UnitReport>)> = Vec::new();
+    match window {
+        None => {
+            let all: Vec<usize> = (0..this.index.groups().len()).collect();
+            let visit = groups_to_visit(this, other.unwrap_or(this), depth, &all);
+            let units = units_of(&this.index, &visit);
+            let Work { index, planes, values, storage, sides, .. } = &mut *this;
+            let (pm, vm) = (plane_span(planes), value_span(values));
+            let Storage::Resident(lanes) = storage else { unreachable!("no window: resident") };
+            let target_sides = other.map_or(&*sides, |o| &o.sides);
+            let input =
+                StepInput { rules, moves, depth_plies: depth, target_sides, own_sides: sides, may_skip: depth > 2 };
+            let target_map = other.map(|o| plane_span(&o.planes));
+            let landing_in = other.zip(target_map.as_ref()).map(|(o, map)| {
+                let Storage::Resident(target) = &o.storage else { unreachable!("pairs are resident together") };
+                let data = if depth % 2 == 1 { &target.fresh[..] } else { &target.won[..] };
+                (&o.index, ReadRegion { map: map as &dyn SegmentMap, data })
+            });
+            let reports = run_step(&input, index, &units, own_resident(lanes, &pm, &vm), landing_in);
+            results.push((units, reports));
+        }
+        Some(window) => {
+            let this_ref: &Work = this;
+            let target = other.unwrap_or(this_ref);
+            let target_slices = MoverSlices::new(&target.index);
+            let landing_lane = if depth % 2 == 1 { Lane::Fresh } else { Lane::Won };
+            let (read, written): (&[Lane], &[Lane]) = if depth % 2 == 1 {
+                (&[Lane::Won, Lane::Lost, Lane::CaptureWin, Lane::Held, Lane::Values], &[Lane::Won, Lane::Values])
+            } else {
+                (&Lane::ALL, &[Lane::Lost, Lane::Fresh, Lane::Held, Lane::Values])
+            };
+            let input = StepInput {
+                rules,
+                moves,
+                depth_plies: depth,
+                target_sides: &target.sides,
+                own_sides: &this_ref.sides,
+                may_skip: depth > 2,
+            };
+            for (opponent_counts, groups) in schedule::opponent_slices(&this_ref.index) {
+                let visit = groups_to_visit(this_ref, target, depth, &groups);
+                if visit.is_empty() {
+                    continue;
+                }
+                let range = target_slices.get(&schedule::landing_slice_counts(&opponent_counts, None));
+                let (first_byte, len) = window.load_slice(target.file(landing_lane), &target.planes, range)?;
+                let map = Span { layout: &target.planes, first_byte, element_bytes: 4 };
+                for batch in window.batches(this_ref, &visit) {
+                    let (pm, vm) = window.load(this_ref, &batch, read)?;
+                    let units = units_of(&this_ref.index, &batch);
+                    let Window { planes, values, slice, .. } = &mut *window;
+                    let region = ReadRegion { map: &map, data: &slice.words()[..len / 4] };
+                    let own = own_window(planes, values, &pm, &vm);
+                    let reports = run_step(&input, &this_ref.index, &units, own, Some((&target.index, region)));
+                    window.store(this_ref, &pm, &vm, written)?;
+                    results.push((units, reports));
+                }
+            }
+        }
+    }
+    let mut decided = 0;
+    for (units, reports) in results {
+        decided += record(this, &units, &reports, true).decided;
+    }
+    Ok(decided)
+}
+
+/// Undecided states become draws.
+fn finish(work: &mut Work, window: Option<&mut Window>) -> Result<(), SolveError> {
+    let all: Vec<usize> = (0..work.index.groups().len()).collect();
+    match window {
+        None => {
+            let Work { planes, values, storage, .. } = work;
+            let (pm, vm) = (plane_span(planes), value_span(values));
+            let Storage::Resident(lanes) = storage else { unreachable!("no window: resident") };
+            run_finish(&all, own_resident(lanes, &pm, &vm));
+        }
+        Some(window) => {
+            for batch in window.batches(work, &all) {
+                let (pm, vm) = window.load(work, &batch, &[Lane::Won, Lane::Lost, Lane::Values])?;
+                run_finish(&batch, own_window(&mut window.planes, &mut window.values, &pm, &vm));
+                window.store(work, &pm, &vm, &[Lane::Values])?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn solve_pair(
     rules: &Rules,
     moves: &MoveTable,
     works: &mut [Work],
-    solved: &BTreeMap<Material, Finished>,
+    captured: &[Option<Captured>],
+    mut window: Option<&mut Window>,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(), SolveError> {
     let mut pending_plies = 0u16;
     let mut decided = 0u64;
-    for work in works.iter_mut() {
-        let material = work.index.material;
-        let captured = (material.opponent > 1)
-            .then(|| &solved[&Material::new(material.opponent as usize - 1, material.mover as usize)]);
-        let report = initialize(rules, moves, work, captured);
+    for (work, captured) in works.iter_mut().zip(captured) {
+        let report = initialize(rules, moves, work, captured.as_ref(), window.as_deref_mut())?;
         decided += report.decided;
         pending_plies = pending_plies.max(report.deepest_plies);
     }
@@ -263,7 +894,7 @@ fn solve_pair(
     loop {
         let mut new = 0;
         for i in 0..works.len() {
-            new += step(rules, moves, works, i, depth);
+            new += step(rules, moves, works, i, depth, window.as_deref_mut())?;
         }
         decided += new;
         for work in works.iter_mut() {
@@ -281,175 +912,161 @@ fn solve_pair(
         }
     }
     for work in works.iter_mut() {
-        finish(work);
+        finish(work, window.as_deref_mut())?;
     }
     Ok(())
 }
 
-/// Folds in captures and decides wins in one, no-move losses and holes.
-fn initialize(rules: &Rules, moves: &MoveTable, work: &mut Work, captured: Option<&Finished>) -> UnitReport {
-    let all: Vec<usize> = (0..work.index.groups().len()).collect();
-    let units = units_of(&work.index, &all);
-    let (p, q) = (work.index.material.mover as usize, work.index.material.opponent as usize);
-    let index = &work.index;
-    let (plane_map, value_map) = (plane_span(&work.planes), value_span(&work.values));
-    if let Some(captured) = captured {
-        let map = Span { layout: &captured.values_layout, first_byte: 0, element_bytes: 1 };
-        let region = ReadRegion { map: &map, data: &captured.values[..] };
-        let values = carve_mut(&mut work.lanes.values, units.iter().map(|&u| unit_elements(&value_map, index, u, 30)));
-        units.par_iter().zip(values).for_each(|(&(g, start, end), values)| {
-            let group = &index.groups()[g];
-            let landing = landing(group, &captured.index, &region, true);
-            kernel::fold_captures(moves, Unit { group, p, q, start, end }, &landing, 0x1f, values);
-        });
+/// Solves every material with 1..=`max_per_side` pieces per side, in memory.
+pub fn solve(rules: &Rules, max_per_side: usize, progress: &(dyn Fn(Progress) + Sync)) -> Result<Table, SolveError> {
+    solve_with(rules, max_per_side, &SolveConfig::default(), progress)?.into_table()
+}
+
+/// Solves every material with 1..=`max_per_side` pieces per side, streaming
+/// pairs that do not fit `config.budget_bytes` through the work directory.
+pub fn solve_with(
+    rules: &Rules,
+    max_per_side: usize,
+    config: &SolveConfig,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Solved, SolveError> {
+    if !(1..=MAX_PIECES_PER_SIDE).contains(&max_per_side) {
+        return Err(SolveError::Size(max_per_side));
     }
-    let lanes = &mut work.lanes;
-    let plane_ranges = || units.iter().map(|&u| unit_elements(&plane_map, index, u, 1));
-    let won = carve_mut(&mut lanes.won, plane_ranges());
-    let lost = carve_mut(&mut lanes.lost, plane_ranges());
-    let fresh = carve_mut(&mut lanes.fresh, plane_ranges());
-    let capture_win = carve_mut(&mut lanes.capture_win, plane_ranges());
-    let values = carve_mut(&mut lanes.values, units.iter().map(|&u| unit_elements(&value_map, index, u, 30)));
-    let slices: Vec<_> = won.into_iter().zip(lost).zip(fresh).zip(capture_win).zip(values).collect();
-    let reports: Vec<UnitReport> = units
-        .par_iter()
-        .zip(slices)
-        .map(|(&(g, start, end), ((((won, lost), fresh), capture_win), values))| {
-            let group = &index.groups()[g];
-            let own = kernel::InitLanes { won, lost, fresh, capture_win, values };
-            kernel::initialize(rules, moves, Unit { group, p, q, start, end }, own)
-        })
-        .collect();
-    record_reports(work, &units, &reports, false)
-}
-
-/// Stores per-group results of a pass; returns their total.
-fn record_reports(work: &mut Work, units: &[(usize, u64, u64)], reports: &[UnitReport], mark: bool) -> UnitReport {
-    let mut total = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
-    let mut i = 0;
-    while i < units.len() {
-        let g = units[i].0;
-        let mut merged = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
-        while i < units.len() && units[i].0 == g {
-            merged = UnitReport::merge(merged, reports[i]);
-            i += 1;
-        }
-        work.groups[g] = GroupState { undecided: merged.undecided, next_event_plies: merged.next_event_plies };
-        if mark && merged.decided > 0 {
-            work.changed.now[g] = true;
-        }
-        total = UnitReport::merge(total, merged);
-    }
-    total
-}
-
-/// Groups of `this` that a step at `depth` must visit: those with undecided
-/// states whose successors changed in the last step, or with a capture
-/// event due.
-fn groups_to_visit(this: &Work, target: &Work, depth: u16) -> Vec<usize> {
-    (0..this.index.groups().len())
-        .filter(|&g| {
-            let state = this.groups[g];
-            if state.undecided == 0 {
-                return false;
-            }
-            if depth <= 2 || state.next_event_plies <= depth {
-                return true;
-            }
-            let group = &this.index.groups()[g];
-            schedule::landing_groups(group, &target.index).into_iter().any(|t| target.changed.last[t])
-        })
-        .collect()
-}
-
-/// Runs one step at `depth` on material `i` of the pair; returns the number
-/// of states decided.
-fn step(rules: &Rules, moves: &MoveTable, works: &mut [Work], i: usize, depth: u16) -> u64 {
-    let (this, other) = pair_views(works, i);
-    let visit = groups_to_visit(this, other.unwrap_or(this), depth);
-    let units = units_of(&this.index, &visit);
-    let (p, q) = (this.index.material.mover as usize, this.index.material.opponent as usize);
-    let index = &this.index;
-    let (plane_map, value_map) = (plane_span(&this.planes), value_span(&this.values));
-    let plane_ranges = || units.iter().map(|&u| unit_elements(&plane_map, index, u, 1));
-    let value_ranges = || units.iter().map(|&u| unit_elements(&value_map, index, u, 30));
-    let lanes = &mut this.lanes;
-    let own_sides = &this.sides;
-    let target_index = other.map_or(index, |o| &o.index);
-    let target_sides = other.map_or(own_sides, |o| &o.sides);
-    let target_map = other.map(|o| o.plane_map());
-    let target_map: &dyn SegmentMap = match &target_map {
-        Some(m) => m,
-        None => &plane_map,
+    let moves = MoveTable::new(rules);
+    let mut checkpoint = match &config.work_dir {
+        Some(dir) => Some(checkpoint::Checkpoint::open(dir, rules, max_per_side, config.resume)?),
+        None => None,
     };
-    let input = StepInput { rules, moves, depth_plies: depth, target_sides, own_sides, may_skip: depth > 2 };
-    let reports: Vec<UnitReport> = if depth % 2 == 1 {
-        let won = carve_mut(&mut lanes.won, plane_ranges());
-        let values = carve_mut(&mut lanes.values, value_ranges());
-        let (lost, capture_win, held) = (&lanes.lost[..], &lanes.capture_win[..], &lanes.held[..]);
-        let region = ReadRegion { map: target_map, data: other.map_or(&lanes.fresh[..], |o| &o.lanes.fresh[..]) };
-        units
-            .par_iter()
-            .zip(won.into_iter().zip(values).collect::<Vec<_>>())
-            .map(|(&u, (won, values))| {
-                let (g, start, end) = u;
-                let group = &index.groups()[g];
-                let r = unit_elements(&plane_map, index, u, 1);
-                let own = kernel::WinLanes {
-                    won,
-                    values,
-                    lost: &lost[r.clone()],
-                    capture_win: &capture_win[r.clone()],
-                    held: &held[r],
-                };
-                let landing = landing(group, target_index, &region, false);
-                kernel::win_step(&input, Unit { group, p, q, start, end }, &landing, own)
+    let mut solved: BTreeMap<Material, FinishedMaterial> = BTreeMap::new();
+    let mut io = IoTotals::default();
+    let mut streamed_pairs = 0;
+    for material in Material::all_up_to(max_per_side) {
+        if solved.contains_key(&material) || material.mover > material.opponent {
+            continue;
+        }
+        let pair = [material, material.flipped()];
+        let members: Vec<Material> = if material.mover == material.opponent { vec![material] } else { pair.to_vec() };
+        if let (Some(dir), Some(cp)) = (&config.work_dir, &checkpoint)
+            && members.iter().all(|m| cp.is_finished(*m))
+        {
+            for &m in &members {
+                solved.insert(m, open_finished(dir, m)?);
+            }
+            progress(Progress::MaterialResumed { materials: pair });
+            continue;
+        }
+        let captured_of =
+            |m: Material| (m.opponent > 1).then(|| &solved[&Material::new(m.opponent as usize - 1, m.mover as usize)]);
+        let indexes: Vec<MaterialIndex> = members.iter().map(|&m| MaterialIndex::new(m)).collect();
+        let resident_need: u64 = indexes.iter().map(Work::resident_bytes).sum::<u64>()
+            + members.iter().filter_map(|&m| captured_of(m)).map(|c| c.values_layout.total_bytes()).sum::<u64>();
+        let streamed = config.work_dir.is_some()
+            && (config.force_streamed || config.budget_bytes.is_some_and(|b| b < resident_need));
+        let mut works: Vec<Work> = members
+            .iter()
+            .map(|&m| Work::new(m, if streamed { config.work_dir.as_deref() } else { None }))
+            .collect::<Result<_, _>>()?;
+        let layouts = works.iter().map(|w| w.index.layouts()).sum();
+        progress(Progress::MaterialStarted { materials: pair, layouts, streamed });
+        // Resident pairs hold their captured materials in memory too.
+        let loaded: Vec<Option<Vec<u8>>> = members
+            .iter()
+            .map(|&m| match captured_of(m) {
+                Some(c) if !streamed => match &c.values {
+                    FinishedValues::Resident(_) => Ok(None),
+                    FinishedValues::OnDisk(file) => {
+                        let mut buffer = AlignedBuf::zeroed(c.values_layout.total_bytes() as usize)?;
+                        let len = c.values_layout.total_bytes();
+                        file.read(0..len, &mut buffer.bytes_mut()[..len as usize])?;
+                        io.bytes_read += len;
+                        Ok(Some(buffer.bytes()[..len as usize].to_vec()))
+                    }
+                },
+                _ => Ok::<_, SolveError>(None),
             })
-            .collect()
-    } else {
-        let lost = carve_mut(&mut lanes.lost, plane_ranges());
-        let fresh = carve_mut(&mut lanes.fresh, plane_ranges());
-        let held = carve_mut(&mut lanes.held, plane_ranges());
-        let values = carve_mut(&mut lanes.values, value_ranges());
-        let (won, capture_win) = (&lanes.won[..], &lanes.capture_win[..]);
-        let region = ReadRegion { map: target_map, data: other.map_or(won, |o| &o.lanes.won[..]) };
-        let slices: Vec<_> = lost.into_iter().zip(fresh).zip(held).zip(values).collect();
-        units
-            .par_iter()
-            .zip(slices)
-            .map(|(&u, (((lost, fresh), held), values))| {
-                let (g, start, end) = u;
-                let group = &index.groups()[g];
-                let r = unit_elements(&plane_map, index, u, 1);
-                let own =
-                    kernel::LossLanes { lost, fresh, held, values, won: &won[r.clone()], capture_win: &capture_win[r] };
-                let landing = landing(group, target_index, &region, false);
-                kernel::loss_step(&input, Unit { group, p, q, start, end }, &landing, own)
+            .collect::<Result<_, _>>()?;
+        let captured: Vec<Option<Captured>> = members
+            .iter()
+            .zip(&loaded)
+            .map(|(&m, loaded)| {
+                captured_of(m).map(|c| Captured {
+                    index: &c.index,
+                    layout: &c.values_layout,
+                    slices: MoverSlices::new(&c.index),
+                    values: match (&c.values, loaded) {
+                        (_, Some(bytes)) => CapturedValues::Resident(bytes),
+                        (FinishedValues::Resident(bytes), None) => CapturedValues::Resident(bytes),
+                        (FinishedValues::OnDisk(file), None) => CapturedValues::OnDisk(file),
+                    },
+                })
             })
-            .collect()
-    };
-    record_reports(this, &units, &reports, true).decided
-}
-
-/// The material to update and the one its quiet moves land in (None when
-/// the pair is a single symmetric material: it lands in itself).
-fn pair_views(works: &mut [Work], i: usize) -> (&mut Work, Option<&Work>) {
-    if works.len() == 1 {
-        (&mut works[0], None)
-    } else {
-        let (a, b) = works.split_at_mut(1);
-        if i == 0 { (&mut a[0], Some(&b[0])) } else { (&mut b[0], Some(&a[0])) }
+            .collect();
+        let mut window = if streamed {
+            let finished: Vec<Option<&FinishedMaterial>> = members.iter().map(|&m| captured_of(m)).collect();
+            let (plane, value, slice) = streamed_minimum(&works, &finished);
+            let minimum = 5 * plane + value + slice;
+            let budget = config.budget_bytes.unwrap_or(minimum);
+            if budget < minimum {
+                return Err(SolveError::BudgetTooSmall { budget_bytes: budget, minimum_bytes: minimum });
+            }
+            // Share what is left over between the lanes, 4 bytes per layout
+            // for each plane and 30 for the values.
+            let spare = (budget - minimum) / (5 * 4 + CARD_STATES as u64);
+            let align = |b: u64| b / SEGMENT_ALIGN_BYTES * SEGMENT_ALIGN_BYTES;
+            Some(Window::new(plane + align(spare * 4), value + align(spare * CARD_STATES as u64), slice)?)
+        } else {
+            None
+        };
+        solve_pair(rules, &moves, &mut works, &captured, window.as_mut(), progress)?;
+        if let Some(window) = &window {
+            io.bytes_read += window.io.bytes_read;
+            io.bytes_written += window.io.bytes_written;
+            streamed_pairs += 1;
+        }
+        drop(window);
+        drop(captured);
+        drop(loaded);
+        for work in works {
+            let material = work.index.material;
+            let finished = match (&config.work_dir, work.storage) {
+                (None, Storage::Resident(lanes)) => FinishedValues::Resident(lanes.values),
+                (Some(dir), Storage::Resident(lanes)) => {
+                    let path = lane_path(dir, material, Lane::Values);
+                    let file = LaneFile::open(&path, true, work.values.total_bytes())?;
+                    let mut buffer = AlignedBuf::zeroed(lanes.values.len())?;
+                    buffer.bytes_mut()[..lanes.values.len()].copy_from_slice(&lanes.values);
+                    file.write(0, &buffer.bytes()[..lanes.values.len()])?;
+                    io.bytes_written += lanes.values.len() as u64;
+                    file.sync()?;
+                    FinishedValues::OnDisk(file)
+                }
+                (Some(dir), Storage::OnDisk(mut files)) => {
+                    let values = files.swap_remove(Lane::Values as usize);
+                    values.sync()?;
+                    drop(files);
+                    for lane in PLANE_LANES {
+                        let _ = std::fs::remove_file(lane_path(dir, material, lane));
+                    }
+                    FinishedValues::OnDisk(values)
+                }
+                (None, Storage::OnDisk(_)) => unreachable!("lanes on disk need a work directory"),
+            };
+            solved
+                .insert(material, FinishedMaterial { index: work.index, values_layout: work.values, values: finished });
+        }
+        if let Some(cp) = &mut checkpoint {
+            cp.record_finished(&members)?;
+        }
+        progress(Progress::MaterialDone { materials: pair });
     }
+    Ok(Solved { rules: *rules, max_per_side, materials: solved.into_values().collect(), io, streamed_pairs })
 }
 
-/// Undecided states are draws; holes keep no value.
-fn finish(work: &mut Work) {
-    let all: Vec<usize> = (0..work.index.groups().len()).collect();
-    let (plane_map, value_map) = (plane_span(&work.planes), value_span(&work.values));
-    let values = carve_mut(&mut work.lanes.values, all.iter().map(|&g| value_map.elements(g)));
-    let (won, lost) = (&work.lanes.won, &work.lanes.lost);
-    all.par_iter().zip(values).for_each(|(&g, values)| {
-        let r = plane_map.elements(g);
-        kernel::finish(&won[r.clone()], &lost[r], values);
-    });
+/// A material finished by an earlier run: its values file in the work dir.
+fn open_finished(dir: &Path, material: Material) -> Result<FinishedMaterial, SolveError> {
+    let index = MaterialIndex::new(material);
+    let values_layout = LaneLayout::new(&index, CARD_STATES as u64);
+    let file = LaneFile::open(&lane_path(dir, material, Lane::Values), false, values_layout.total_bytes())?;
+    Ok(FinishedMaterial { index, values_layout, values: FinishedValues::OnDisk(file) })
 }

@@ -1,0 +1,150 @@
+//! Lanes on disk: one file per lane of each material in the work directory,
+//! and the aligned memory that segments are read into.
+//!
+//! Owns the work files' names and their I/O (O_DIRECT where the file system
+//! allows it, so that the page cache does not quietly hold the table and the
+//! memory budget stays honest). Knows nothing of moves or values.
+
+use super::lanes::{Lane, SEGMENT_ALIGN_BYTES};
+use crate::index::Material;
+use std::alloc::{self, Layout};
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::ops::Range;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum DiskError {
+    #[error("the disk holding '{}' is full; free space and rerun with --resume", path.display())]
+    Full { path: PathBuf },
+    #[error("cannot {action} '{}': {cause}", path.display())]
+    Io { action: &'static str, path: PathBuf, cause: io::Error },
+    #[error("cannot allocate {bytes} bytes of aligned memory")]
+    Memory { bytes: usize },
+}
+
+fn io_error(action: &'static str, path: &Path, cause: io::Error) -> DiskError {
+    match cause.raw_os_error() {
+        Some(libc::ENOSPC) | Some(libc::EDQUOT) => DiskError::Full { path: path.to_path_buf() },
+        _ => DiskError::Io { action, path: path.to_path_buf(), cause },
+    }
+}
+
+/// Zeroed memory aligned for O_DIRECT, allocated once and never grown.
+pub struct AlignedBuf {
+    ptr: *mut u8,
+    bytes: usize,
+}
+
+// SAFETY: AlignedBuf owns its allocation exclusively, like a Vec<u8>.
+unsafe impl Send for AlignedBuf {}
+// SAFETY: shared references only allow reads, like &[u8].
+unsafe impl Sync for AlignedBuf {}
+
+impl AlignedBuf {
+    pub fn zeroed(bytes: usize) -> Result<AlignedBuf, DiskError> {
+        let bytes = (bytes as u64).div_ceil(SEGMENT_ALIGN_BYTES).max(1) as usize * SEGMENT_ALIGN_BYTES as usize;
+        let layout =
+            Layout::from_size_align(bytes, SEGMENT_ALIGN_BYTES as usize).map_err(|_| DiskError::Memory { bytes })?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            return Err(DiskError::Memory { bytes });
+        }
+        Ok(AlignedBuf { ptr, bytes })
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes == 0
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: ptr is a live allocation of `bytes` initialised bytes.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.bytes) }
+    }
+
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and &mut self makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.bytes) }
+    }
+
+    pub fn words(&self) -> &[u32] {
+        // SAFETY: the allocation is 4096-aligned, its length a multiple of 4,
+        // and every bit pattern is a valid u32.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u32, self.bytes / 4) }
+    }
+
+    pub fn words_mut(&mut self) -> &mut [u32] {
+        // SAFETY: as for `words`, and &mut self makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u32, self.bytes / 4) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        let layout = Layout::from_size_align(self.bytes, SEGMENT_ALIGN_BYTES as usize).expect("checked at allocation");
+        // SAFETY: allocated in `zeroed` with this very layout.
+        unsafe { alloc::dealloc(self.ptr, layout) }
+    }
+}
+
+/// The name of a lane's work file.
+pub fn lane_path(dir: &Path, material: Material, lane: Lane) -> PathBuf {
+    dir.join(format!("{material}.{}", lane.name()))
+}
+
+/// One lane's work file.
+pub struct LaneFile {
+    file: File,
+    path: PathBuf,
+    /// Opened with O_DIRECT (false on file systems that refuse it, e.g. tmpfs).
+    pub direct: bool,
+}
+
+impl LaneFile {
+    /// Opens (or creates, sized to `bytes` of zeros) a lane file.
+    pub fn open(path: &Path, create: bool, bytes: u64) -> Result<LaneFile, DiskError> {
+        let open = |direct: bool| {
+            let mut options = OpenOptions::new();
+            options.read(true).write(true).create(create).truncate(create);
+            if direct {
+                options.custom_flags(libc::O_DIRECT);
+            }
+            options.open(path)
+        };
+        let (file, direct) = match open(true) {
+            Ok(file) => (file, true),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                (open(false).map_err(|e| io_error("open", path, e))?, false)
+            }
+            Err(e) => return Err(io_error("open", path, e)),
+        };
+        if create {
+            file.set_len(bytes).map_err(|e| io_error("size", path, e))?;
+        }
+        Ok(LaneFile { file, path: path.to_path_buf(), direct })
+    }
+
+    /// Reads `range` of the file into `into` (same length; the range starts
+    /// and, but for the file's end, ends on a segment boundary).
+    pub fn read(&self, range: Range<u64>, into: &mut [u8]) -> Result<(), DiskError> {
+        debug_assert_eq!(range.start % SEGMENT_ALIGN_BYTES, 0);
+        debug_assert_eq!((range.end - range.start) as usize, into.len());
+        self.file.read_exact_at(into, range.start).map_err(|e| io_error("read", &self.path, e))
+    }
+
+    pub fn write(&self, offset: u64, from: &[u8]) -> Result<(), DiskError> {
+        debug_assert_eq!(offset % SEGMENT_ALIGN_BYTES, 0);
+        self.file.write_all_at(from, offset).map_err(|e| io_error("write", &self.path, e))
+    }
+
+    pub fn sync(&self) -> Result<(), DiskError> {
+        self.file.sync_data().map_err(|e| io_error("sync", &self.path, e))
+    }
+}
