@@ -343,6 +343,12 @@ impl BlockIo {
     /// Opens `path` for reading and writing, creating it if `create`.
     /// O_DIRECT if the filesystem allows it; see `direct`.
     pub fn open(&mut self, path: &Path, create: bool) -> Result<FileId, IoError> {
+        self.open_with(path, create, true)
+    }
+
+    /// `open`; with `try_direct` false, without O_DIRECT (as where the
+    /// filesystem refuses it).
+    fn open_with(&mut self, path: &Path, create: bool, try_direct: bool) -> Result<FileId, IoError> {
         let open = |direct: bool| {
             let mut options = OpenOptions::new();
             options.read(true).write(true).create(create);
@@ -351,9 +357,9 @@ impl BlockIo {
             }
             options.open(path)
         };
-        let (file, direct) = match open(true) {
-            Ok(file) => (file, true),
-            Err(error) if error.raw_os_error() == Some(libc::EINVAL) => {
+        let (file, direct) = match open(try_direct) {
+            Ok(file) => (file, try_direct),
+            Err(error) if try_direct && error.raw_os_error() == Some(libc::EINVAL) => {
                 (open(false).map_err(|source| map_io_error(source, path, "open"))?, false)
             }
             Err(source) => return Err(map_io_error(source, path, "open")),
@@ -529,7 +535,8 @@ impl BlockIo {
     }
 
     /// Blocks until the next request completes and returns its tag and
-    /// buffer. On an error (`DiskFull`, `Io`), the failed request's buffer
+    /// buffer. Requests complete in any order (io_uring), not necessarily
+    /// the order they were submitted in. On an error (`DiskFull`, `Io`), the failed request's buffer
     /// and tag are kept for `reclaim`; other requests are unaffected.
     ///
     /// # Panics
@@ -593,6 +600,15 @@ impl fmt::Debug for BlockIo {
             .finish()
     }
 }
+
+// The solver's block cache may move these to another thread.
+const _: () = {
+    const fn assert_send<T: Send>() {}
+    assert_send::<BlockIo>();
+    assert_send::<Buffer>();
+    assert_send::<BufferPool>();
+    assert_send::<IoError>();
+};
 
 #[cfg(test)]
 mod tests;

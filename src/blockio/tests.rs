@@ -101,12 +101,19 @@ fn read_and_check_blocks(io: &mut BlockIo, pool: &mut BufferPool, file: FileId) 
 }
 
 fn round_trip(choice: IoChoice, depth: u32) {
+    round_trip_on(choice, depth, true);
+}
+
+fn round_trip_on(choice: IoChoice, depth: u32, try_direct: bool) {
     let dir = test_dir();
     let mut pool = BufferPool::new(POOL_COUNT, BLOCK_BYTES).unwrap();
     let Some(mut io) = block_io(choice, &pool, depth) else {
         return;
     };
-    let file = io.open(&dir.path().join("blocks"), true).unwrap();
+    let file = io.open_with(&dir.path().join("blocks"), true, try_direct).unwrap();
+    if !try_direct {
+        assert!(!io.direct(file));
+    }
     io.set_len(file, BLOCK_COUNT * BLOCK_BYTES as u64).unwrap();
     write_blocks(&mut io, &mut pool, file);
     io.sync(file).unwrap();
@@ -135,6 +142,12 @@ fn uring_round_trip_with_depth_one() {
 #[test]
 fn pread_round_trip() {
     round_trip(IoChoice::Pread, 4);
+}
+
+#[test]
+fn round_trip_without_o_direct() {
+    round_trip_on(IoChoice::Uring, 4, false);
+    round_trip_on(IoChoice::Pread, 4, false);
 }
 
 #[test]
