@@ -1,4 +1,5 @@
 //! onitb: Onitama endgame tablebases.
+pub mod blockio;
 pub mod format;
 pub mod index;
 pub mod rules;
