@@ -21,7 +21,7 @@ fn main() {
                 println!("  depth {depth_plies:3} {ms:9.1} ms decided {decided}")
             }
             Progress::MaterialDone { .. } => println!("  done {ms:9.1} ms"),
-            Progress::MaterialResumed { .. } => {}
+            Progress::MaterialResumed { .. } | Progress::IoBackend { .. } => {}
         }
     };
     solver::solve(&rules, men / 2, &report).unwrap();

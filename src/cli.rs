@@ -133,6 +133,12 @@ impl Reporter {
                 let how = if streamed { "streamed from the work directory" } else { "in memory" };
                 self.line(format_args!("{}: started, {layouts} layouts, {how}", pair(materials)));
             }
+            Progress::IoBackend { backend, fallback } => {
+                self.line(format_args!("streaming with {backend} I/O"));
+                if let Some(why) = fallback {
+                    self.line(format_args!("note: io_uring is not available ({why}); using pread"));
+                }
+            }
             Progress::MaterialResumed { materials } => {
                 self.line(format_args!("{}: finished by the earlier run (checkpoint)", pair(materials)));
             }

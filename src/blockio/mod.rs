@@ -58,9 +58,10 @@ const REQUEST_RETRIES_MAX: u32 = 100;
 pub const URING_FAIL_ENV: &str = "ONITB_IO_URING_FAIL";
 
 /// Which I/O back end to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IoChoice {
     /// io_uring if it works here, else pread.
+    #[default]
     Auto,
     /// io_uring or an error.
     Uring,

@@ -6,6 +6,7 @@
 //! memory budget stays honest). Knows nothing of moves or values.
 
 use super::lanes::{Lane, SEGMENT_ALIGN_BYTES};
+use crate::blockio::{BlockIo, Buffer, BufferPool, FileId, IoBackendKind, IoChoice, IoError, IoStats};
 use crate::index::Material;
 use std::alloc::{self, Layout};
 use std::fs::{File, OpenOptions};
@@ -23,6 +24,8 @@ pub enum DiskError {
     Io { action: &'static str, path: PathBuf, cause: io::Error },
     #[error("cannot allocate {bytes} bytes of aligned memory")]
     Memory { bytes: usize },
+    #[error(transparent)]
+    Block(IoError),
 }
 
 fn io_error(action: &'static str, path: &Path, cause: io::Error) -> DiskError {
@@ -146,5 +149,126 @@ impl LaneFile {
 
     pub fn sync(&self) -> Result<(), DiskError> {
         self.file.sync_data().map_err(|e| io_error("sync", &self.path, e))
+    }
+}
+
+/// The hot-path I/O of a streamed solve: reads and writes of lane ranges
+/// through the block I/O layer, several requests of one block each in
+/// flight. Writes return as soon as their bytes are copied into a block
+/// buffer, so they overlap with what comes next; `drain` waits for them
+/// (at the end of every pass, before anything reads what they wrote).
+pub struct DiskIo {
+    io: BlockIo,
+    pool: BufferPool,
+    pending_writes: usize,
+}
+
+/// Tags of write requests; read tags are chunk numbers below this.
+const WRITE_TAG: u64 = u64::MAX;
+
+impl DiskIo {
+    /// `blocks` buffers of `block_bytes` each: the I/O part of the budget.
+    pub fn new(choice: IoChoice, block_bytes: usize, blocks: usize) -> Result<DiskIo, DiskError> {
+        let pool = BufferPool::new(blocks, block_bytes).map_err(DiskError::Block)?;
+        let io = BlockIo::new(choice, &pool, blocks as u32).map_err(DiskError::Block)?;
+        Ok(DiskIo { io, pool, pending_writes: 0 })
+    }
+
+    pub fn backend(&self) -> IoBackendKind {
+        self.io.backend()
+    }
+
+    pub fn fallback_note(&self) -> Option<&str> {
+        self.io.fallback_note()
+    }
+
+    pub fn stats(&self) -> IoStats {
+        self.io.stats()
+    }
+
+    /// Opens a lane file for the hot path.
+    pub fn open(&mut self, file: &LaneFile) -> Result<FileId, DiskError> {
+        self.io.open(&file.path, false).map_err(DiskError::Block)
+    }
+
+    fn block_bytes(&self) -> usize {
+        self.pool.buffer_bytes()
+    }
+
+    /// Takes a free buffer, waiting for an in-flight write if needed.
+    fn take(&mut self) -> Result<Buffer, DiskError> {
+        loop {
+            if let Some(buf) = self.pool.take() {
+                return Ok(buf);
+            }
+            let done = self.io.wait().map_err(DiskError::Block)?;
+            debug_assert_eq!(done.tag, WRITE_TAG, "reads are waited for by `read`");
+            self.pending_writes -= 1;
+            self.pool.give(done.buf);
+        }
+    }
+
+    /// Reads `range` (block-aligned start, length a multiple of 4096) into
+    /// `into`, with as many block requests in flight as there are buffers.
+    pub fn read(&mut self, file: FileId, range: Range<u64>, into: &mut [u8]) -> Result<(), DiskError> {
+        let block = self.block_bytes();
+        let len = (range.end - range.start) as usize;
+        debug_assert_eq!(into.len(), len);
+        let chunks = len.div_ceil(block);
+        let (mut submitted, mut done) = (0usize, 0usize);
+        while done < chunks {
+            while submitted < chunks {
+                let Some(buf) = self.pool.take() else { break };
+                let at = submitted * block;
+                let bytes = block.min(len - at);
+                self.io
+                    .submit_read(file, range.start + at as u64, bytes, buf, submitted as u64)
+                    .map_err(DiskError::Block)?;
+                submitted += 1;
+            }
+            let completion = self.io.wait().map_err(DiskError::Block)?;
+            if completion.tag == WRITE_TAG {
+                self.pending_writes -= 1;
+            } else {
+                let at = completion.tag as usize * block;
+                let bytes = block.min(len - at);
+                into[at..at + bytes].copy_from_slice(&completion.buf[..bytes]);
+                done += 1;
+            }
+            self.pool.give(completion.buf);
+        }
+        Ok(())
+    }
+
+    /// Queues a write of `from` at `offset` (block-aligned, length a
+    /// multiple of 4096).
+    pub fn write(&mut self, file: FileId, offset: u64, from: &[u8]) -> Result<(), DiskError> {
+        let block = self.block_bytes();
+        for (i, chunk) in from.chunks(block).enumerate() {
+            let mut buf = self.take()?;
+            buf[..chunk.len()].copy_from_slice(chunk);
+            self.io
+                .submit_write(file, offset + (i * block) as u64, chunk.len(), buf, WRITE_TAG)
+                .map_err(DiskError::Block)?;
+            self.pending_writes += 1;
+        }
+        Ok(())
+    }
+
+    /// Waits for every queued write.
+    pub fn drain(&mut self) -> Result<(), DiskError> {
+        while self.pending_writes > 0 {
+            let done = self.io.wait().map_err(DiskError::Block)?;
+            debug_assert_eq!(done.tag, WRITE_TAG);
+            self.pending_writes -= 1;
+            self.pool.give(done.buf);
+        }
+        Ok(())
+    }
+
+    /// Drains, then syncs the file to the disk.
+    pub fn sync(&mut self, file: FileId) -> Result<(), DiskError> {
+        self.drain()?;
+        self.io.sync(file).map_err(DiskError::Block)
     }
 }

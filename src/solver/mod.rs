@@ -36,11 +36,12 @@ mod kernel;
 pub mod lanes;
 mod schedule;
 
+use crate::blockio::{FileId, IoBackendKind, IoChoice};
 use crate::index::{Group, Material, MaterialIndex};
 use crate::rules::{CARD_STATES, MAX_PIECES_PER_SIDE, Rules};
 use crate::table::{SolvedMaterial, Table};
 use crate::value::MAX_LOSS_PLIES;
-use disk::{AlignedBuf, DiskError, LaneFile, lane_path};
+use disk::{AlignedBuf, DiskError, DiskIo, LaneFile, lane_path};
 use flags::{GroupFlags, SideFlags};
 use kernel::{Landing, MoveTable, NO_EVENT, ROWS, StepInput, Unit, UnitReport};
 use lanes::{Lane, LaneLayout, ResidentLanes, SEGMENT_ALIGN_BYTES, SegmentMap, Span, carve_mut};
@@ -72,7 +73,7 @@ pub enum SolveError {
 }
 
 /// What the solver reports as it goes.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum Progress {
     MaterialStarted {
         materials: [Material; 2],
@@ -90,6 +91,12 @@ pub enum Progress {
     MaterialResumed {
         materials: [Material; 2],
     },
+    /// The I/O back end streamed pairs use, once, before the first one;
+    /// `fallback` says why io_uring was not used when it was asked for.
+    IoBackend {
+        backend: IoBackendKind,
+        fallback: Option<String>,
+    },
 }
 
 /// Where the solver keeps its work.
@@ -105,6 +112,8 @@ pub struct SolveConfig {
     pub resume: bool,
     /// Solve every pair streamed, even if it would fit in memory (tests).
     pub force_streamed: bool,
+    /// I/O back end for streamed pairs.
+    pub io: IoChoice,
 }
 
 /// I/O done by a solve.
@@ -127,7 +136,7 @@ struct GroupState {
 enum Storage {
     Resident(ResidentLanes),
     /// One file per lane, indexed by `Lane as usize`.
-    OnDisk(Vec<LaneFile>),
+    OnDisk(Vec<(LaneFile, FileId)>),
 }
 
 /// Working state of one material while it is solved.
@@ -144,17 +153,19 @@ struct Work {
 }
 
 impl Work {
-    fn new(material: Material, streamed_in: Option<&Path>) -> Result<Work, SolveError> {
+    fn new(material: Material, streamed_in: Option<(&Path, &mut DiskIo)>) -> Result<Work, SolveError> {
         let index = MaterialIndex::new(material);
         let planes = LaneLayout::new(&index, 4);
         let values = LaneLayout::new(&index, CARD_STATES as u64);
         let storage = match streamed_in {
             None => Storage::Resident(ResidentLanes::new(&planes, &values)),
-            Some(dir) => {
+            Some((dir, disk)) => {
                 let mut files = Vec::new();
                 for lane in Lane::ALL {
                     let bytes = if lane == Lane::Values { values.total_bytes() } else { planes.total_bytes() };
-                    files.push(LaneFile::open(&lane_path(dir, material, lane), true, bytes)?);
+                    let file = LaneFile::open(&lane_path(dir, material, lane), true, bytes)?;
+                    let id = disk.open(&file)?;
+                    files.push((file, id));
                 }
                 Storage::OnDisk(files)
             }
@@ -171,9 +182,9 @@ impl Work {
         })
     }
 
-    fn file(&self, lane: Lane) -> &LaneFile {
+    fn file(&self, lane: Lane) -> FileId {
         match &self.storage {
-            Storage::OnDisk(files) => &files[lane as usize],
+            Storage::OnDisk(files) => files[lane as usize].1,
             Storage::Resident(_) => unreachable!("only streamed materials have files"),
         }
     }
@@ -572,7 +583,13 @@ impl Window {
 
     /// Brings the segments of `batch` into the window: reads `lanes`, zeroes
     /// the others. Returns the plane and value maps.
-    fn load(&mut self, work: &Work, batch: &[usize], lanes: &[Lane]) -> Result<(Packed, Packed), SolveError> {
+    fn load(
+        &mut self,
+        disk: &mut DiskIo,
+        work: &Work,
+        batch: &[usize],
+        lanes: &[Lane],
+    ) -> Result<(Packed, Packed), SolveError> {
         let (mut plane_entries, mut value_entries) = (Vec::new(), Vec::new());
         let (mut p_at, mut v_at) = (0usize, 0usize);
         for &g in batch {
@@ -581,7 +598,7 @@ impl Window {
             for (i, &lane) in PLANE_LANES.iter().enumerate() {
                 let into = &mut self.planes[i].bytes_mut()[p_at..p_at + p_len];
                 if lanes.contains(&lane) {
-                    work.file(lane).read(work.planes.span(g..g + 1), into)?;
+                    disk.read(work.file(lane), work.planes.span(g..g + 1), into)?;
                     self.io.bytes_read += p_len as u64;
                 } else {
                     into.fill(0);
@@ -589,7 +606,7 @@ impl Window {
             }
             let into = &mut self.values.bytes_mut()[v_at..v_at + v_len];
             if lanes.contains(&Lane::Values) {
-                work.file(Lane::Values).read(work.values.span(g..g + 1), into)?;
+                disk.read(work.file(Lane::Values), work.values.span(g..g + 1), into)?;
                 self.io.bytes_read += v_len as u64;
             } else {
                 into.fill(0);
@@ -604,7 +621,14 @@ impl Window {
     }
 
     /// Writes `lanes` of the batch's segments back to the work files.
-    fn store(&mut self, work: &Work, plane_map: &Packed, value_map: &Packed, lanes: &[Lane]) -> Result<(), SolveError> {
+    fn store(
+        &mut self,
+        disk: &mut DiskIo,
+        work: &Work,
+        plane_map: &Packed,
+        value_map: &Packed,
+        lanes: &[Lane],
+    ) -> Result<(), SolveError> {
         for (i, &lane) in PLANE_LANES.iter().enumerate() {
             if !lanes.contains(&lane) {
                 continue;
@@ -612,7 +636,7 @@ impl Window {
             for (g, range) in &plane_map.entries {
                 let len = padded_len(&work.planes, *g) as usize;
                 let from = &self.planes[i].bytes()[range.start * 4..range.start * 4 + len];
-                work.file(lane).write(work.planes.segment(*g).start, from)?;
+                disk.write(work.file(lane), work.planes.segment(*g).start, from)?;
                 self.io.bytes_written += len as u64;
             }
         }
@@ -620,7 +644,7 @@ impl Window {
             for (g, range) in &value_map.entries {
                 let len = padded_len(&work.values, *g) as usize;
                 let from = &self.values.bytes()[range.start..range.start + len];
-                work.file(Lane::Values).write(work.values.segment(*g).start, from)?;
+                disk.write(work.file(Lane::Values), work.values.segment(*g).start, from)?;
                 self.io.bytes_written += len as u64;
             }
         }
@@ -632,7 +656,8 @@ impl Window {
     /// the byte length read.
     fn load_slice(
         &mut self,
-        file: &LaneFile,
+        disk: &mut DiskIo,
+        file: FileId,
         layout: &LaneLayout,
         groups: Range<usize>,
     ) -> Result<(u64, usize), SolveError> {
@@ -641,7 +666,7 @@ impl Window {
         }
         let span = layout.span(groups);
         let len = (span.end - span.start) as usize;
-        file.read(span.clone(), &mut self.slice.bytes_mut()[..len])?;
+        disk.read(file, span.clone(), &mut self.slice.bytes_mut()[..len])?;
         self.io.bytes_read += len as u64;
         Ok((span.start, len))
     }
@@ -663,7 +688,7 @@ struct Captured<'a> {
 
 enum CapturedValues<'a> {
     Resident(&'a [u8]),
-    OnDisk(&'a LaneFile),
+    OnDisk(FileId),
 }
 
 /// Memory a streamed pair needs: (window plane bytes, window value bytes,
@@ -729,9 +754,9 @@ fn initialize(
     moves: &MoveTable,
     work: &mut Work,
     captured: Option<&Captured>,
-    window: Option<&mut Window>,
+    window: Option<(&mut Window, &mut DiskIo)>,
 ) -> Result<UnitReport, SolveError> {
-    let Some(window) = window else {
+    let Some((window, disk)) = window else {
         let all: Vec<usize> = (0..work.index.groups().len()).collect();
         let units = units_of(&work.index, &all);
         let (pm, vm) = (plane_span(&work.planes), value_span(&work.values));
@@ -748,7 +773,7 @@ fn initialize(
     let mut total = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
     for (opponent_counts, groups) in schedule::opponent_slices(&work.index) {
         for batch in window.batches(work, &groups) {
-            let (pm, vm) = window.load(work, &batch, &[])?;
+            let (pm, vm) = window.load(disk, work, &batch, &[])?;
             let units = units_of(&work.index, &batch);
             if let Some(c) = captured {
                 for row in (0..ROWS).filter(|&r| opponent_counts[r] > 0) {
@@ -757,7 +782,7 @@ fn initialize(
                         continue;
                     }
                     let CapturedValues::OnDisk(file) = c.values else { unreachable!("streamed pairs stream captures") };
-                    let (first_byte, len) = window.load_slice(file, c.layout, range)?;
+                    let (first_byte, len) = window.load_slice(disk, file, c.layout, range)?;
                     let map = Span { layout: c.layout, first_byte, element_bytes: 1 };
                     let Window { planes, values, slice, .. } = &mut *window;
                     let region = ReadRegion { map: &map, data: &slice.bytes()[..len] };
@@ -767,10 +792,17 @@ fn initialize(
             }
             let own = own_window(&mut window.planes, &mut window.values, &pm, &vm);
             let reports = run_init(rules, moves, &work.index, &units, own);
-            window.store(work, &pm, &vm, &[Lane::Won, Lane::Lost, Lane::Fresh, Lane::CaptureWin, Lane::Values])?;
+            window.store(
+                disk,
+                work,
+                &pm,
+                &vm,
+                &[Lane::Won, Lane::Lost, Lane::Fresh, Lane::CaptureWin, Lane::Values],
+            )?;
             total = UnitReport::merge(total, record(work, &units, &reports, false));
         }
     }
+    disk.drain()?;
     Ok(total)
 }
 
@@ -782,7 +814,7 @@ fn step(
     works: &mut [Work],
     i: usize,
     depth: u16,
-    window: Option<&mut Window>,
+    window: Option<(&mut Window, &mut DiskIo)>,
 ) -> Result<u64, SolveError> {
     let (this, other) = pair_views(works, i);
     let mut results: Vec<(Vec<UnitSpec>, Vec<UnitReport>)> = Vec::new();
@@ -806,7 +838,7 @@ fn step(
             let reports = run_step(&input, index, &units, own_resident(lanes, &pm, &vm), landing_in);
             results.push((units, reports));
         }
-        Some(window) => {
+        Some((window, disk)) => {
             let this_ref: &Work = this;
             let target = other.unwrap_or(this_ref);
             let target_slices = MoverSlices::new(&target.index);
@@ -830,19 +862,20 @@ fn step(
                     continue;
                 }
                 let range = target_slices.get(&schedule::landing_slice_counts(&opponent_counts, None));
-                let (first_byte, len) = window.load_slice(target.file(landing_lane), &target.planes, range)?;
+                let (first_byte, len) = window.load_slice(disk, target.file(landing_lane), &target.planes, range)?;
                 let map = Span { layout: &target.planes, first_byte, element_bytes: 4 };
                 for batch in window.batches(this_ref, &visit) {
-                    let (pm, vm) = window.load(this_ref, &batch, read)?;
+                    let (pm, vm) = window.load(disk, this_ref, &batch, read)?;
                     let units = units_of(&this_ref.index, &batch);
                     let Window { planes, values, slice, .. } = &mut *window;
                     let region = ReadRegion { map: &map, data: &slice.words()[..len / 4] };
                     let own = own_window(planes, values, &pm, &vm);
                     let reports = run_step(&input, &this_ref.index, &units, own, Some((&target.index, region)));
-                    window.store(this_ref, &pm, &vm, written)?;
+                    window.store(disk, this_ref, &pm, &vm, written)?;
                     results.push((units, reports));
                 }
             }
+            disk.drain()?;
         }
     }
     let mut decided = 0;
@@ -853,7 +886,7 @@ fn step(
 }
 
 /// Undecided states become draws.
-fn finish(work: &mut Work, window: Option<&mut Window>) -> Result<(), SolveError> {
+fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result<(), SolveError> {
     let all: Vec<usize> = (0..work.index.groups().len()).collect();
     match window {
         None => {
@@ -862,12 +895,13 @@ fn finish(work: &mut Work, window: Option<&mut Window>) -> Result<(), SolveError
             let Storage::Resident(lanes) = storage else { unreachable!("no window: resident") };
             run_finish(&all, own_resident(lanes, &pm, &vm));
         }
-        Some(window) => {
+        Some((window, disk)) => {
             for batch in window.batches(work, &all) {
-                let (pm, vm) = window.load(work, &batch, &[Lane::Won, Lane::Lost, Lane::Values])?;
+                let (pm, vm) = window.load(disk, work, &batch, &[Lane::Won, Lane::Lost, Lane::Values])?;
                 run_finish(&batch, own_window(&mut window.planes, &mut window.values, &pm, &vm));
-                window.store(work, &pm, &vm, &[Lane::Values])?;
+                window.store(disk, work, &pm, &vm, &[Lane::Values])?;
             }
+            disk.drain()?;
         }
     }
     Ok(())
@@ -878,13 +912,18 @@ fn solve_pair(
     moves: &MoveTable,
     works: &mut [Work],
     captured: &[Option<Captured>],
-    mut window: Option<&mut Window>,
+    mut window: Option<(&mut Window, &mut DiskIo)>,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(), SolveError> {
+    macro_rules! reborrow {
+        () => {
+            window.as_mut().map(|(w, d)| (&mut **w, &mut **d))
+        };
+    }
     let mut pending_plies = 0u16;
     let mut decided = 0u64;
     for (work, captured) in works.iter_mut().zip(captured) {
-        let report = initialize(rules, moves, work, captured.as_ref(), window.as_deref_mut())?;
+        let report = initialize(rules, moves, work, captured.as_ref(), reborrow!())?;
         decided += report.decided;
         pending_plies = pending_plies.max(report.deepest_plies);
     }
@@ -894,7 +933,7 @@ fn solve_pair(
     loop {
         let mut new = 0;
         for i in 0..works.len() {
-            new += step(rules, moves, works, i, depth, window.as_deref_mut())?;
+            new += step(rules, moves, works, i, depth, reborrow!())?;
         }
         decided += new;
         for work in works.iter_mut() {
@@ -912,7 +951,7 @@ fn solve_pair(
         }
     }
     for work in works.iter_mut() {
-        finish(work, window.as_deref_mut())?;
+        finish(work, reborrow!())?;
     }
     Ok(())
 }
@@ -920,6 +959,21 @@ fn solve_pair(
 /// Solves every material with 1..=`max_per_side` pieces per side, in memory.
 pub fn solve(rules: &Rules, max_per_side: usize, progress: &(dyn Fn(Progress) + Sync)) -> Result<Table, SolveError> {
     solve_with(rules, max_per_side, &SolveConfig::default(), progress)?.into_table()
+}
+
+/// Buffers of the streamed I/O: enough requests in flight to keep a disk
+/// busy (more gave nothing on the disks measured, see BENCHMARKS.md).
+const IO_BLOCKS: usize = 4;
+/// The largest I/O block: seed 002's 4 MiB, big enough for full disk speed.
+pub const IO_BLOCK_BYTES_MAX: u64 = 4 << 20;
+/// The smallest I/O block, for small budgets.
+const IO_BLOCK_BYTES_MIN: u64 = 64 << 10;
+
+/// I/O block size for a budget: a sixteenth of it, within the limits, so
+/// the I/O buffers take at most a quarter of the budget.
+fn io_block_bytes(budget_bytes: Option<u64>) -> u64 {
+    let wanted = budget_bytes.map_or(IO_BLOCK_BYTES_MAX, |b| b / 16);
+    wanted.clamp(IO_BLOCK_BYTES_MIN, IO_BLOCK_BYTES_MAX) / SEGMENT_ALIGN_BYTES * SEGMENT_ALIGN_BYTES
 }
 
 /// Solves every material with 1..=`max_per_side` pieces per side, streaming
@@ -941,6 +995,8 @@ pub fn solve_with(
     let mut solved: BTreeMap<Material, FinishedMaterial> = BTreeMap::new();
     let mut io = IoTotals::default();
     let mut streamed_pairs = 0;
+    let mut disk: Option<DiskIo> = None;
+    let io_block = io_block_bytes(config.budget_bytes);
     for material in Material::all_up_to(max_per_side) {
         if solved.contains_key(&material) || material.mover > material.opponent {
             continue;
@@ -963,41 +1019,60 @@ pub fn solve_with(
             + members.iter().filter_map(|&m| captured_of(m)).map(|c| c.values_layout.total_bytes()).sum::<u64>();
         let streamed = config.work_dir.is_some()
             && (config.force_streamed || config.budget_bytes.is_some_and(|b| b < resident_need));
-        let mut works: Vec<Work> = members
-            .iter()
-            .map(|&m| Work::new(m, if streamed { config.work_dir.as_deref() } else { None }))
-            .collect::<Result<_, _>>()?;
+        if streamed && disk.is_none() {
+            let opened = DiskIo::new(config.io, io_block as usize, IO_BLOCKS)?;
+            progress(Progress::IoBackend {
+                backend: opened.backend(),
+                fallback: opened.fallback_note().map(str::to_string),
+            });
+            disk = Some(opened);
+        }
+        let mut works: Vec<Work> = Vec::new();
+        for &m in &members {
+            let place = match (&config.work_dir, disk.as_mut()) {
+                (Some(dir), Some(disk)) if streamed => Some((dir.as_path(), disk)),
+                _ => None,
+            };
+            works.push(Work::new(m, place)?);
+        }
         let layouts = works.iter().map(|w| w.index.layouts()).sum();
         progress(Progress::MaterialStarted { materials: pair, layouts, streamed });
-        // Resident pairs hold their captured materials in memory too.
-        let loaded: Vec<Option<Vec<u8>>> = members
-            .iter()
-            .map(|&m| match captured_of(m) {
-                Some(c) if !streamed => match &c.values {
-                    FinishedValues::Resident(_) => Ok(None),
-                    FinishedValues::OnDisk(file) => {
-                        let mut buffer = AlignedBuf::zeroed(c.values_layout.total_bytes() as usize)?;
-                        let len = c.values_layout.total_bytes();
+        // Resident pairs hold their captured materials in memory too;
+        // streamed ones read them a slice at a time.
+        let mut loaded: Vec<Option<Vec<u8>>> = Vec::new();
+        let mut captured_files: Vec<Option<FileId>> = Vec::new();
+        for &m in &members {
+            let (bytes, file) = match captured_of(m) {
+                Some(FinishedMaterial { values: FinishedValues::OnDisk(file), values_layout, .. }) => {
+                    if streamed {
+                        let disk = disk.as_mut().expect("opened for streamed pairs");
+                        (None, Some(disk.open(file)?))
+                    } else {
+                        let len = values_layout.total_bytes();
+                        let mut buffer = AlignedBuf::zeroed(len as usize)?;
                         file.read(0..len, &mut buffer.bytes_mut()[..len as usize])?;
                         io.bytes_read += len;
-                        Ok(Some(buffer.bytes()[..len as usize].to_vec()))
+                        (Some(buffer.bytes()[..len as usize].to_vec()), None)
                     }
-                },
-                _ => Ok::<_, SolveError>(None),
-            })
-            .collect::<Result<_, _>>()?;
+                }
+                _ => (None, None),
+            };
+            loaded.push(bytes);
+            captured_files.push(file);
+        }
         let captured: Vec<Option<Captured>> = members
             .iter()
-            .zip(&loaded)
-            .map(|(&m, loaded)| {
+            .zip(loaded.iter().zip(&captured_files))
+            .map(|(&m, (loaded, file))| {
                 captured_of(m).map(|c| Captured {
                     index: &c.index,
                     layout: &c.values_layout,
                     slices: MoverSlices::new(&c.index),
-                    values: match (&c.values, loaded) {
-                        (_, Some(bytes)) => CapturedValues::Resident(bytes),
-                        (FinishedValues::Resident(bytes), None) => CapturedValues::Resident(bytes),
-                        (FinishedValues::OnDisk(file), None) => CapturedValues::OnDisk(file),
+                    values: match (&c.values, loaded, file) {
+                        (_, Some(bytes), _) => CapturedValues::Resident(bytes),
+                        (_, None, Some(file)) => CapturedValues::OnDisk(*file),
+                        (FinishedValues::Resident(bytes), None, None) => CapturedValues::Resident(bytes),
+                        (FinishedValues::OnDisk(_), None, None) => unreachable!("loaded or opened above"),
                     },
                 })
             })
@@ -1005,7 +1080,8 @@ pub fn solve_with(
         let mut window = if streamed {
             let finished: Vec<Option<&FinishedMaterial>> = members.iter().map(|&m| captured_of(m)).collect();
             let (plane, value, slice) = streamed_minimum(&works, &finished);
-            let minimum = 5 * plane + value + slice;
+            let io_bytes = io_block * IO_BLOCKS as u64;
+            let minimum = 5 * plane + value + slice + io_bytes;
             let budget = config.budget_bytes.unwrap_or(minimum);
             if budget < minimum {
                 return Err(SolveError::BudgetTooSmall { budget_bytes: budget, minimum_bytes: minimum });
@@ -1018,7 +1094,8 @@ pub fn solve_with(
         } else {
             None
         };
-        solve_pair(rules, &moves, &mut works, &captured, window.as_mut(), progress)?;
+        let streaming = window.as_mut().zip(disk.as_mut());
+        solve_pair(rules, &moves, &mut works, &captured, streaming, progress)?;
         if let Some(window) = &window {
             io.bytes_read += window.io.bytes_read;
             io.bytes_written += window.io.bytes_written;
@@ -1042,7 +1119,8 @@ pub fn solve_with(
                     FinishedValues::OnDisk(file)
                 }
                 (Some(dir), Storage::OnDisk(mut files)) => {
-                    let values = files.swap_remove(Lane::Values as usize);
+                    let (values, id) = files.swap_remove(Lane::Values as usize);
+                    disk.as_mut().expect("opened for streamed pairs").sync(id)?;
                     values.sync()?;
                     drop(files);
                     for lane in PLANE_LANES {
