@@ -3,6 +3,7 @@
 //! must give the same table.
 
 use onitb::Table;
+use onitb::blockio::IoChoice;
 use onitb::rules::{CardSet, NoMoveRule, Rules};
 use onitb::solver::{self, SolveConfig, SolveError};
 
@@ -22,13 +23,14 @@ fn assert_same(a: &Table, b: &Table) {
 /// budget of 1 byte; each refusal names the minimum for the pair at hand,
 /// and the run is resumed from its checkpoint with that budget. Returns the
 /// table and the number of resumes.
-fn streamed_at_minimum(rules: &Rules, per_side: usize) -> (Table, usize) {
+fn streamed_at_minimum(rules: &Rules, per_side: usize, io: IoChoice) -> (Table, usize) {
     let dir = tempfile::tempdir().unwrap();
     let mut config = SolveConfig {
         work_dir: Some(dir.path().join("work")),
         budget_bytes: Some(1),
         resume: false,
         force_streamed: true,
+        io,
     };
     let mut resumes = 0;
     loop {
@@ -49,12 +51,12 @@ fn streamed_at_minimum(rules: &Rules, per_side: usize) -> (Table, usize) {
 }
 
 #[test]
-fn streamed_4_men_is_bit_identical_to_resident_under_both_rules() {
-    for no_move in [NoMoveRule::Pass, NoMoveRule::Loss] {
+fn streamed_4_men_is_bit_identical_to_resident_under_both_rules_and_io_back_ends() {
+    for (no_move, io) in [(NoMoveRule::Pass, IoChoice::Uring), (NoMoveRule::Loss, IoChoice::Pread)] {
         let rules = rules(no_move);
         let resident = Table::generate(&rules, 2).unwrap();
         // The smallest budget that holds one group: many batches per slice.
-        let (minimal, resumes) = streamed_at_minimum(&rules, 2);
+        let (minimal, resumes) = streamed_at_minimum(&rules, 2, io);
         assert!(resumes >= 2, "the minimum grows with the material");
         assert_same(&resident, &minimal);
     }
@@ -63,12 +65,7 @@ fn streamed_4_men_is_bit_identical_to_resident_under_both_rules() {
 #[test]
 fn a_budget_too_small_is_refused_with_the_minimum() {
     let dir = tempfile::tempdir().unwrap();
-    let config = SolveConfig {
-        work_dir: Some(dir.path().join("w")),
-        budget_bytes: Some(1),
-        resume: false,
-        force_streamed: false,
-    };
+    let config = SolveConfig { work_dir: Some(dir.path().join("w")), budget_bytes: Some(1), ..SolveConfig::default() };
     match solver::solve_with(&rules(NoMoveRule::Pass), 2, &config, &|_| {}) {
         Err(SolveError::BudgetTooSmall { budget_bytes: 1, minimum_bytes }) => assert!(minimum_bytes > 4096),
         other => panic!("expected BudgetTooSmall, got {:?}", other.err()),
