@@ -212,7 +212,14 @@ impl ShardHeader {
         check_distinct(&cards)?;
         let layouts = MaterialIndex::new(material).layouts();
         let blocks = values_len(layouts)?.div_ceil(BLOCK_BYTES as u64) as usize;
-        Ok(ShardHeader { no_move: rules.no_move, max_per_side: max, material, cards, layouts, block_crcs: vec![0; blocks] })
+        Ok(ShardHeader {
+            no_move: rules.no_move,
+            max_per_side: max,
+            material,
+            cards,
+            layouts,
+            block_crcs: vec![0; blocks],
+        })
     }
 
     /// Number of value blocks.
@@ -263,7 +270,7 @@ impl ShardHeader {
     /// The header bytes, checksum included.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = vec![0u8; header_len(self.block_crcs.len())];
-        self.write_fixed(&mut out, &MAGIC);
+        self.write_fixed(&mut out, &MAGIC, self.block_crcs.len());
         for (i, crc) in self.block_crcs.iter().enumerate() {
             out[FIXED_HEADER_BYTES + CRC_SIZE * i..][..CRC_SIZE].copy_from_slice(&crc.to_le_bytes());
         }
@@ -272,7 +279,7 @@ impl ShardHeader {
     }
 
     /// Writes the fixed fields (offsets `0..FIXED_HEADER_BYTES`).
-    fn write_fixed(&self, out: &mut [u8], magic: &[u8; MAGIC_SIZE]) {
+    fn write_fixed(&self, out: &mut [u8], magic: &[u8; MAGIC_SIZE], block_count: usize) {
         out[MAGIC_OFFSET..][..MAGIC_SIZE].copy_from_slice(magic);
         out[VERSION_OFFSET..][..VERSION_SIZE].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
         out[INDEX_SCHEME_OFFSET..][..INDEX_SCHEME_SIZE].copy_from_slice(&INDEX_SCHEME_VERSION.to_le_bytes());
@@ -294,7 +301,7 @@ impl ShardHeader {
         }
         out[LAYOUTS_OFFSET..][..LAYOUTS_SIZE].copy_from_slice(&self.layouts.to_le_bytes());
         out[BLOCK_SIZE_OFFSET..][..BLOCK_SIZE_SIZE].copy_from_slice(&BLOCK_BYTES.to_le_bytes());
-        let blocks = self.block_crcs.len() as u32;
+        let blocks = block_count as u32;
         out[BLOCK_COUNT_OFFSET..][..BLOCK_COUNT_SIZE].copy_from_slice(&blocks.to_le_bytes());
     }
 
@@ -475,7 +482,7 @@ impl CompressedHeader {
         assert_eq!(self.frames.len(), self.shard.block_count(), "one frame per block");
         assert!(LEVELS.contains(&self.level));
         let mut out = vec![0u8; compressed_header_len(self.frames.len())];
-        self.shard.write_fixed(&mut out, &COMPRESSED_MAGIC);
+        self.shard.write_fixed(&mut out, &COMPRESSED_MAGIC, self.frames.len());
         out[CONTENT_OFFSET] = self.content.code();
         out[LEVEL_OFFSET..][..LEVEL_SIZE].copy_from_slice(&self.level.to_le_bytes());
         for (block, frame) in self.frames.iter().enumerate() {
@@ -765,6 +772,82 @@ mod tests {
     }
 
     const DRAW_BYTE: u8 = crate::value::DRAW;
+
+    fn compressed_sample() -> Vec<u8> {
+        let shard = ShardHeader::for_material(&Rules::default(), 2, Material::new(2, 2)).unwrap();
+        let frames = (0..shard.block_count() as u32)
+            .map(|i| Frame { offset: 0, len: 1000 + i, crc: i * 7, content_crc: i * 11 })
+            .collect();
+        CompressedHeader {
+            shard: ShardHeader { block_crcs: Vec::new(), ..shard },
+            content: Content::Wdl,
+            level: 19,
+            frames,
+        }
+        .to_bytes()
+    }
+
+    #[test]
+    fn compressed_headers_round_trip_and_any_flipped_bit_is_rejected() {
+        let bytes = compressed_sample();
+        let header = CompressedHeader::from_bytes(&bytes).unwrap();
+        assert_eq!(header.to_bytes(), bytes);
+        assert_eq!(CompressedHeader::total_len(&bytes[..FIXED_HEADER_BYTES]).unwrap(), bytes.len());
+        assert_eq!(header.frames[1].offset, bytes.len() as u64 + 1000);
+        assert_eq!(header.file_len(), bytes.len() as u64 + 1000 + 1001 + 1002);
+        assert_eq!(&bytes[..8], b"ONITBZST");
+        for bit in 0..bytes.len() * 8 {
+            let mut damaged = bytes.clone();
+            damaged[bit / 8] ^= 1 << (bit % 8);
+            assert!(CompressedHeader::from_bytes(&damaged).is_err(), "flipping bit {bit} went unnoticed");
+        }
+        // A raw reader refuses a compressed header and the other way round.
+        assert_eq!(ShardHeader::from_bytes(&bytes).unwrap_err(), FormatError::BadMagic);
+        let (_, raw) = sample(&Rules::default());
+        assert_eq!(CompressedHeader::total_len(&raw).unwrap_err(), FormatError::BadCompressedMagic);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn header_readers_never_panic_on_random_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
+            let _ = ShardHeader::total_len(&bytes);
+            let _ = ShardHeader::from_bytes(&bytes);
+            let _ = CompressedHeader::total_len(&bytes);
+            let _ = CompressedHeader::from_bytes(&bytes);
+            let _ = decode(&bytes);
+        }
+
+        #[test]
+        fn mutated_headers_are_refused(
+            compressed in proptest::prelude::any::<bool>(),
+            changes in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), 1..=255u8), 1..4),
+            cut in proptest::prelude::any::<proptest::sample::Index>(),
+        ) {
+            let good = if compressed {
+                compressed_sample()
+            } else {
+                let (header, _) = decode(&sample(&Rules::default()).1).map(|(h, v)| (h.to_bytes(), v.len())).unwrap();
+                header
+            };
+            let parse = |bytes: &[u8]| if compressed {
+                CompressedHeader::from_bytes(bytes).map(|_| ())
+            } else {
+                ShardHeader::from_bytes(bytes).map(|_| ())
+            };
+            let mut bad = good.clone();
+            for (at, xor) in &changes {
+                bad[at.index(good.len())] ^= xor;
+            }
+            if bad != good {
+                proptest::prop_assert!(parse(&bad).is_err());
+            }
+            let cut = cut.index(good.len());
+            proptest::prop_assert!(parse(&good[..cut]).is_err());
+            let _ = if compressed { CompressedHeader::total_len(&bad[..cut]).map(|_| ()) } else { ShardHeader::total_len(&bad[..cut]).map(|_| ()) };
+        }
+    }
 
     #[test]
     fn unrepresentable_tables_are_refused_on_write() {

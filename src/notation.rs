@@ -22,7 +22,7 @@
 //! moves down and wins on c1. Squares are named a1..e5: columns a-e from
 //! left to right, rows 1-5 from the bottom.
 
-use crate::rules::{CardSet, CardState, MAX_PIECES_PER_SIDE, Position, SQUARES, rotate, rotate_square};
+use crate::rules::{CardSet, CardState, MAX_PIECES_PER_SIDE, Move, Position, SQUARES, rotate, rotate_square};
 use std::fmt;
 use thiserror::Error;
 
@@ -89,6 +89,17 @@ fn mover_square(red: u8, to_move: Colour) -> u8 {
 pub fn square_name(square: u8, to_move: Colour) -> String {
     let red = mover_square(square, to_move);
     format!("{}{}", (b'a' + red % 5) as char, red / 5 + 1)
+}
+
+/// A move as a player reads it: `Ox c1-c2`, or `Ox pass` when the mover
+/// has no move and gives up a card.
+pub fn move_name(played: &Move, to_move: Colour, cards: &CardSet) -> String {
+    let card = cards.card(played.card_slot).name;
+    if played.is_pass() {
+        format!("{card} pass")
+    } else {
+        format!("{card} {}-{}", square_name(played.from, to_move), square_name(played.to, to_move))
+    }
 }
 
 /// The words of a text with their 1-based starting columns.
@@ -171,9 +182,8 @@ fn parse_board(column: usize, board: &str) -> Result<(u32, u32, u8, u8), Notatio
             '.' => 1,
             'R' | 'r' | 'B' | 'b' => 0,
             _ => {
-                let problem = format!(
-                    "'{c}' is not a piece (R, r, B, b), a count of empty squares (1-5) or '.' and not '/'"
-                );
+                let problem =
+                    format!("'{c}' is not a piece (R, r, B, b), a count of empty squares (1-5) or '.' and not '/'");
                 return error(offset, problem);
             }
         };
@@ -186,7 +196,8 @@ fn parse_board(column: usize, board: &str) -> Result<(u32, u32, u8, u8), Notatio
         }
         let square = red_square(row, col);
         let is_master = c.is_ascii_uppercase();
-        let (board, master) = if c.eq_ignore_ascii_case(&'r') { (&mut red, &mut red_master) } else { (&mut blue, &mut blue_master) };
+        let (board, master) =
+            if c.eq_ignore_ascii_case(&'r') { (&mut red, &mut red_master) } else { (&mut blue, &mut blue_master) };
         *board |= 1 << square;
         if is_master {
             if master.is_some() {
@@ -234,7 +245,9 @@ fn red_view(setup: &Setup) -> (u32, u32, u8, u8) {
     let p = &setup.position;
     match setup.to_move {
         Colour::Red => (p.mover, p.opponent, p.mover_master, p.opponent_master),
-        Colour::Blue => (rotate(p.opponent), rotate(p.mover), rotate_square(p.opponent_master), rotate_square(p.mover_master)),
+        Colour::Blue => {
+            (rotate(p.opponent), rotate(p.mover), rotate_square(p.opponent_master), rotate_square(p.mover_master))
+        }
     }
 }
 

@@ -105,7 +105,8 @@ impl Tablebase {
         let block_bytes = crate::format::BLOCK_BYTES as u64;
         let block = self.block(slot, (at / block_bytes) as usize)?;
         let byte = block[(at % block_bytes) as usize];
-        let wrong = || ProbeError::WrongValue { material, layout: layout_number, card_state: position.cards.index(), byte };
+        let wrong =
+            || ProbeError::WrongValue { material, layout: layout_number, card_state: position.cards.index(), byte };
         match Value::from_byte(byte) {
             None => Err(wrong()),
             // A compressed shard recomputes every win in one.
@@ -154,11 +155,15 @@ impl Tablebase {
     }
 }
 
+/// (shard slot, block number).
+type BlockKey = (usize, usize);
+
 /// Least recently used blocks, keyed by (shard slot, block number).
 struct BlockCache {
     capacity: usize,
     tick: u64,
-    blocks: HashMap<(usize, usize), (u64, Arc<Vec<u8>>)>,
+    /// (shard slot, block) -> (tick of last use, bytes).
+    blocks: HashMap<BlockKey, (u64, Arc<Vec<u8>>)>,
 }
 
 impl BlockCache {

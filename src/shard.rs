@@ -12,13 +12,11 @@
 //! block, never a wrong value.
 
 use crate::compress;
-use crate::format::{
-    COMPRESSED_MAGIC, CompressedHeader, Content, FIXED_HEADER_BYTES, FormatError, MAGIC, ShardHeader,
-};
+use crate::format::{COMPRESSED_MAGIC, CompressedHeader, Content, FIXED_HEADER_BYTES, FormatError, MAGIC, ShardHeader};
 use crate::index::{Material, MaterialIndex};
 use crate::rules::{CardTables, Rules};
 use crate::store::{StoreError, compressed_shard_name, material_of_name, shard_name};
-use crate::table::{SolvedMaterial, Table};
+use crate::table::{SolvedMaterial, Stats, Table};
 use std::fs::{self, File};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -30,7 +28,7 @@ pub enum Storage {
     /// Value bytes follow the header; block `i` at `values_at + i * BLOCK_BYTES`.
     Raw { values_at: u64 },
     /// One zstd frame per block.
-    Compressed(CompressedHeader),
+    Compressed(Box<CompressedHeader>),
 }
 
 /// An open shard: its checked header and the file, positioned nowhere (all
@@ -72,7 +70,7 @@ impl ShardFile {
         let (header, storage, needed) = if compressed {
             let compressed = CompressedHeader::from_bytes(&bytes).map_err(format_error)?;
             let needed = compressed.file_len();
-            (compressed.shard.clone(), Storage::Compressed(compressed), needed)
+            (compressed.shard.clone(), Storage::Compressed(Box::new(compressed)), needed)
         } else {
             let header = ShardHeader::from_bytes(&bytes).map_err(format_error)?;
             let needed = header_len as u64 + header.values_len();
@@ -152,20 +150,12 @@ impl ShardFile {
             return Ok(());
         }
         match &self.storage {
-            Storage::Raw { .. } => Err(FormatError::BlockCrc {
-                block,
-                start: range.start,
-                end: range.end,
-                stored: expected,
-                computed,
-            }),
-            Storage::Compressed(_) => Err(FormatError::FrameCrc {
-                block,
-                start: range.start,
-                end: range.end,
-                stored: expected,
-                computed,
-            }),
+            Storage::Raw { .. } => {
+                Err(FormatError::BlockCrc { block, start: range.start, end: range.end, stored: expected, computed })
+            }
+            Storage::Compressed(_) => {
+                Err(FormatError::FrameCrc { block, start: range.start, end: range.end, stored: expected, computed })
+            }
         }
     }
 
@@ -292,6 +282,25 @@ impl TableFiles {
     /// The shard of `material`, if the table has it.
     pub fn shard(&self, material: Material) -> Option<&ShardFile> {
         self.shards.iter().find(|s| s.material() == material)
+    }
+
+    /// Statistics of the whole table and of each material, read block by
+    /// block (never a whole shard in memory).
+    pub fn stats(&self) -> Result<(Stats, Vec<(Material, Stats)>), StoreError> {
+        let context = Context::new(self.rules, self.max_per_side);
+        let mut per = Vec::with_capacity(self.shards.len());
+        for shard in &self.shards {
+            if shard.content() != Content::Values {
+                return Err(StoreError::Format { path: shard.path.clone(), cause: FormatError::WdlOnly });
+            }
+            let mut stats = Stats::default();
+            for block in 0..shard.block_count() {
+                stats = Stats::merge(stats, Stats::of_values(&shard.read_values(block, &context)?));
+            }
+            per.push((shard.material(), stats));
+        }
+        let total = per.iter().map(|(_, s)| *s).fold(Stats::default(), Stats::merge);
+        Ok((total, per))
     }
 
     /// Reads every block of every shard into a table in memory, checking

@@ -79,10 +79,8 @@ pub fn is_shard_name(name: &str) -> bool {
 /// The material a shard file name (raw or compressed) stands for (`None`
 /// if it is not one).
 pub fn material_of_name(name: &str) -> Option<Material> {
-    let stem = name
-        .strip_suffix(SHARD_EXTENSION)
-        .or_else(|| name.strip_suffix(COMPRESSED_EXTENSION))?
-        .strip_suffix('.')?;
+    let stem =
+        name.strip_suffix(SHARD_EXTENSION).or_else(|| name.strip_suffix(COMPRESSED_EXTENSION))?.strip_suffix('.')?;
     let (mover, opponent) = stem.split_once('v')?;
     let piece_count = |s: &str| {
         (s.len() == 1).then(|| s.parse::<usize>().ok()).flatten().filter(|n| (1..=MAX_PIECES_PER_SIDE).contains(n))
@@ -265,7 +263,7 @@ impl RawShardWriter {
             self.block_hasher.update(&rest[..take]);
             self.written += take as u64;
             rest = &rest[take..];
-            if self.written % BLOCK_BYTES as u64 == 0 || self.written == total {
+            if self.written.is_multiple_of(BLOCK_BYTES as u64) || self.written == total {
                 let block = ((self.written - 1) / BLOCK_BYTES as u64) as usize;
                 let hasher = std::mem::take(&mut self.block_hasher);
                 self.header.block_crcs[block] = hasher.finalize();

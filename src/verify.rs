@@ -41,9 +41,10 @@ pub struct Report {
 
 /// Checks every block of every shard named by `paths` (shard files or table
 /// directories). Never stops at the first failure.
-pub fn verify_paths(paths: &[PathBuf]) -> Report {
+pub fn verify_paths<P: AsRef<Path>>(paths: &[P]) -> Report {
     let mut report = Report::default();
     for path in paths {
+        let path = path.as_ref();
         if path.is_dir() {
             verify_dir(path, &mut report);
         } else {
@@ -261,10 +262,10 @@ fn check_layout(table: &Table, index: &MaterialIndex, values: &[u8], n: u64) -> 
         return stored.iter().position(|&b| b != NO_VALUE).and_then(|k| inconsistency(k, Some(NO_VALUE)));
     }
     let per_card = successors_per_card(table, rules, &layout);
-    for k in 0..CARD_STATES {
+    for (k, &byte) in stored.iter().enumerate() {
         let cards = CardState::new(k);
         let derived = derive(table, rules, &per_card, position(k), cards);
-        if derived != Some(stored[k]) {
+        if derived != Some(byte) {
             return inconsistency(k, derived);
         }
     }
