@@ -6,14 +6,20 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
+use onitb::compress::{self, ShardSizes};
+use onitb::format::Content;
 use onitb::index::Material;
-use onitb::rules::{CardSet, MAX_PIECES_PER_SIDE, NoMoveRule, Rules};
+use onitb::notation::{self, Colour, Setup};
+use onitb::probe::MoveValue;
+use onitb::rules::{CardSet, MAX_PIECES_PER_SIDE, NoMoveRule, Outcome, Rules};
+use onitb::shard::TableFiles;
 use onitb::solver::{self, Progress};
-use onitb::store::{self, OutputDir};
-use onitb::{Stats, Table};
+use onitb::store::OutputDir;
+use onitb::{Stats, Tablebase, Value, verify};
 use serde::Serialize;
+use std::collections::HashSet;
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -31,8 +37,77 @@ pub struct Cli {
 enum Command {
     /// Solve every position with up to MEN pieces and save the table.
     Generate(GenerateArgs),
-    /// Print the statistics of a saved table.
+    /// Print the statistics of a saved table (raw or compressed).
     Stats(StatsArgs),
+    /// Write a compressed copy of a table: one zstd frame per block.
+    Compress(CompressArgs),
+    /// Check every block's checksum of shards or table directories.
+    Verify(VerifyArgs),
+    /// Print a position's value and every legal move's, best first.
+    Probe(ProbeArgs),
+    /// Play a position out with best moves on both sides.
+    Play(PlayArgs),
+}
+
+#[derive(Args)]
+struct CompressArgs {
+    /// Table directory to read (raw or compressed).
+    input: PathBuf,
+    /// Directory to write; must not exist or be empty.
+    output: PathBuf,
+    /// zstd level, 1..=22 (negative levels are faster).
+    #[arg(long, value_name = "N", default_value_t = compress::DEFAULT_LEVEL, allow_negative_numbers = true)]
+    level: i32,
+    /// Store only win / draw / loss (for measuring; such tables cannot be
+    /// probed).
+    #[arg(long)]
+    wdl: bool,
+    /// Worker threads [default: one per core].
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// Print only the totals.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct VerifyArgs {
+    /// Shard files or table directories.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Also re-derive every value from its successors (table directories
+    /// only; loads the table into memory).
+    #[arg(long)]
+    deep: bool,
+    /// Worker threads [default: one per core].
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+}
+
+#[derive(Args)]
+struct ProbeArgs {
+    /// Table directory (raw or compressed).
+    dir: PathBuf,
+    /// The position in notation (see README), e.g.
+    /// "1bBb1/5/5/5/1rRr1 r Boar,Ox Crab,Horse Elephant"; may be given as
+    /// several arguments.
+    #[arg(required = true, num_args = 1..)]
+    position: Vec<String>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct PlayArgs {
+    /// Table directory (raw or compressed).
+    dir: PathBuf,
+    /// The position in notation (see README).
+    #[arg(required = true, num_args = 1..)]
+    position: Vec<String>,
+    /// Stop after this many plies.
+    #[arg(long, value_name = "N", default_value_t = 300)]
+    max_plies: u32,
 }
 
 #[derive(Args)]
@@ -72,10 +147,210 @@ pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Generate(args) => generate(args),
         Command::Stats(args) => {
-            let table = store::load(&args.dir)?;
-            print_stats(&table, args.json)
+            let files = TableFiles::open(&args.dir)?;
+            let (total, per) = files.stats()?;
+            print_stats(&files.rules, files.max_per_side, total, per, args.json)
+        }
+        Command::Compress(args) => compress_command(args),
+        Command::Verify(args) => verify_command(args),
+        Command::Probe(args) => probe_command(args),
+        Command::Play(args) => play_command(args),
+    }
+}
+
+fn set_threads(threads: Option<usize>) -> Result<()> {
+    if let Some(threads) = threads {
+        if threads == 0 {
+            bail!("--threads must be at least 1");
+        }
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build_global()
+            .context("cannot start the worker threads")?;
+    }
+    Ok(())
+}
+
+fn out(text: &str) -> Result<()> {
+    match io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("cannot write to standard output"),
+    }
+}
+
+fn bits_per_state(bytes: u64, states: u64) -> f64 {
+    bytes as f64 * 8.0 / states.max(1) as f64
+}
+
+fn compress_command(args: CompressArgs) -> Result<()> {
+    set_threads(args.threads)?;
+    let content = if args.wdl { Content::Wdl } else { Content::Values };
+    let start = Instant::now();
+    let quiet = args.quiet;
+    let report = |s: ShardSizes| {
+        if !quiet {
+            let line = format!(
+                "{}: {} states, {} value bytes -> {} bytes, {:.4} bits/state\n",
+                s.material,
+                s.states,
+                s.value_bytes,
+                s.file_bytes,
+                bits_per_state(s.file_bytes, s.states)
+            );
+            let _ = out(&line);
+        }
+    };
+    let sizes = compress::compress_table(&args.input, &args.output, args.level, content, &report)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let states: u64 = sizes.iter().map(|s| s.states).sum();
+    let value_bytes: u64 = sizes.iter().map(|s| s.value_bytes).sum();
+    let file_bytes: u64 = sizes.iter().map(|s| s.file_bytes).sum();
+    out(&format!(
+        "total: {states} states, {value_bytes} value bytes -> {file_bytes} bytes (ratio {:.1}), {:.4} bits/state; \
+         {seconds:.1} s, {:.1} MB/s in, {:.2} MB/s out\n",
+        value_bytes as f64 / file_bytes.max(1) as f64,
+        bits_per_state(file_bytes, states),
+        value_bytes as f64 / 1e6 / seconds,
+        file_bytes as f64 / 1e6 / seconds,
+    ))
+}
+
+fn verify_command(args: VerifyArgs) -> Result<()> {
+    set_threads(args.threads)?;
+    let start = Instant::now();
+    let report = verify::verify_paths(&args.paths);
+    let seconds = start.elapsed().as_secs_f64();
+    if let Some(first) = report.failures.first() {
+        let lines: String = report.failures.iter().map(|f| format!("FAILED: {f}\n")).collect();
+        out(&lines)?;
+        bail!("{} damaged blocks or unreadable shards; the first: {first}", report.failures.len());
+    }
+    out(&format!(
+        "checksums ok: {} shards, {} blocks, {} bytes in {seconds:.2} s ({:.0} MB/s)\n",
+        report.shards,
+        report.blocks,
+        report.bytes,
+        report.bytes as f64 / 1e6 / seconds.max(1e-9)
+    ))?;
+    if args.deep {
+        for path in &args.paths {
+            if !path.is_dir() {
+                bail!("--deep needs table directories, '{}' is not one", path.display());
+            }
+            let progress = |m: Material| {
+                let _ = out(&format!("deep check {}: {m}\n", path.display()));
+            };
+            if let Some(found) = verify::verify_deep(path, &progress)? {
+                bail!("'{}': {found}", path.display());
+            }
+            out(&format!("deep check ok: {}\n", path.display()))?;
         }
     }
+    Ok(())
+}
+
+/// The table and the position given in notation.
+fn open_position(dir: &Path, words: &[String]) -> Result<(Tablebase, Setup)> {
+    let tablebase = Tablebase::open(dir)?;
+    let text = words.join(" ");
+    let setup = notation::parse(&text, &tablebase.rules().cards)?;
+    Ok((tablebase, setup))
+}
+
+fn value_text(value: Value) -> String {
+    match value {
+        Value::Draw => "draw".to_string(),
+        Value::Win(p) | Value::Loss(p) => format!("{} in {p} plies", value.wdl_name()),
+    }
+}
+
+#[derive(Serialize)]
+struct ProbeReport {
+    position: String,
+    to_move: &'static str,
+    wdl: &'static str,
+    plies: Option<u16>,
+    moves: Vec<MoveReport>,
+}
+
+#[derive(Serialize)]
+struct MoveReport {
+    card: &'static str,
+    from: String,
+    to: String,
+    pass: bool,
+    wdl: &'static str,
+    plies: Option<u16>,
+    /// The position after the move, or null if the move wins on the spot.
+    result: Option<String>,
+}
+
+fn probe_command(args: ProbeArgs) -> Result<()> {
+    let (tablebase, setup) = open_position(&args.dir, &args.position)?;
+    let cards = &tablebase.rules().cards;
+    let value = tablebase.probe(&setup.position)?;
+    let moves = tablebase.probe_moves(&setup.position)?;
+    let report = ProbeReport {
+        position: notation::to_notation(&setup, cards),
+        to_move: setup.to_move.name(),
+        wdl: value.wdl_name(),
+        plies: value.plies(),
+        moves: moves.iter().map(|m| move_report(m, setup.to_move, cards)).collect(),
+    };
+    if args.json {
+        return out(&(serde_json::to_string_pretty(&report)? + "\n"));
+    }
+    let mut text = notation::diagram(&setup, cards);
+    text += &format!("{}: {}\n", setup.to_move, value_text(value));
+    for m in &moves {
+        text += &format!("  {:<20} {}\n", notation::move_name(&m.played, setup.to_move, cards), value_text(m.value));
+    }
+    if moves.is_empty() {
+        text += "  no legal move\n";
+    }
+    out(&text)
+}
+
+fn move_report(m: &MoveValue, to_move: Colour, cards: &CardSet) -> MoveReport {
+    let result = match m.played.outcome {
+        Outcome::Win => None,
+        Outcome::Continue(next) => {
+            Some(notation::to_notation(&Setup { to_move: to_move.other(), position: next }, cards))
+        }
+    };
+    MoveReport {
+        card: cards.card(m.played.card_slot).name,
+        from: notation::square_name(m.played.from, to_move),
+        to: notation::square_name(m.played.to, to_move),
+        pass: m.played.is_pass(),
+        wdl: m.value.wdl_name(),
+        plies: m.value.plies(),
+        result,
+    }
+}
+
+fn play_command(args: PlayArgs) -> Result<()> {
+    let (tablebase, mut setup) = open_position(&args.dir, &args.position)?;
+    let cards = tablebase.rules().cards;
+    let mut seen = HashSet::new();
+    for ply in 1..=args.max_plies {
+        let value = tablebase.probe(&setup.position)?;
+        out(&format!("{}{}: {}\n", notation::diagram(&setup, &cards), setup.to_move, value_text(value)))?;
+        if !seen.insert(setup) {
+            return out("the position repeats: a draw\n");
+        }
+        let moves = tablebase.probe_moves(&setup.position)?;
+        let Some(best) = moves.first() else {
+            return out(&format!("{} has no legal move and loses\n", setup.to_move));
+        };
+        let name = notation::move_name(&best.played, setup.to_move, &cards);
+        out(&format!("\nply {ply}: {} plays {name}\n", setup.to_move))?;
+        match best.played.outcome {
+            Outcome::Win => return out(&format!("{} wins\n", setup.to_move)),
+            Outcome::Continue(next) => setup = Setup { to_move: setup.to_move.other(), position: next },
+        }
+    }
+    out(&format!("stopped after {} plies\n", args.max_plies))
 }
 
 fn generate(args: GenerateArgs) -> Result<()> {
@@ -89,15 +364,7 @@ fn generate(args: GenerateArgs) -> Result<()> {
     };
     let no_move: NoMoveRule = args.no_move.parse().context("--no-move")?;
     let rules = Rules { cards, no_move };
-    if let Some(threads) = args.threads {
-        if threads == 0 {
-            bail!("--threads must be at least 1");
-        }
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build_global()
-            .context("cannot start the worker threads")?;
-    }
+    set_threads(args.threads)?;
     // Fail on a bad output path now, not after the solve.
     let out = OutputDir::prepare(&args.out)?;
     let reporter = Reporter { quiet: args.quiet, start: Instant::now(), depth: AtomicU64::new(0) };
@@ -108,7 +375,8 @@ fn generate(args: GenerateArgs) -> Result<()> {
     out.commit(&table)?;
     let shards = table.materials().len();
     reporter.line(format_args!("saved {shards} shard{} in {}", if shards == 1 { "" } else { "s" }, target.display()));
-    print_stats(&table, false)
+    let (total, per) = table.stats();
+    print_stats(table.rules(), table.max_per_side(), total, per, false)
 }
 
 /// Progress lines on stderr with the elapsed time.
@@ -191,20 +459,22 @@ struct MaterialReport {
     stats: Stats,
 }
 
-fn print_stats(table: &Table, json: bool) -> Result<()> {
-    let (total, per) = table.stats();
+fn print_stats(
+    rules: &Rules,
+    max_per_side: usize,
+    total: Stats,
+    per: Vec<(Material, Stats)>,
+    json: bool,
+) -> Result<()> {
     let report = StatsReport {
-        cards: table.rules().cards.names(),
-        men: 2 * table.max_per_side(),
-        rules: RulesReport { no_move: table.rules().no_move.name() },
+        cards: rules.cards.names(),
+        men: 2 * max_per_side,
+        rules: RulesReport { no_move: rules.no_move.name() },
         total,
         materials: per.into_iter().map(|(m, stats)| MaterialReport { material: m.to_string(), stats }).collect(),
     };
     let text = if json { serde_json::to_string_pretty(&report)? + "\n" } else { stats_text(&report) };
-    match io::stdout().lock().write_all(text.as_bytes()) {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("cannot write to standard output"),
-    }
+    out(&text)
 }
 
 fn stats_text(report: &StatsReport) -> String {

@@ -76,6 +76,8 @@ pub enum FormatError {
     TrailingBytes { extra: u64 },
     #[error("not an onitb raw shard (bad magic bytes)")]
     BadMagic,
+    #[error("not an onitb compressed shard (bad magic bytes)")]
+    BadCompressedMagic,
     #[error("format version {0} is not supported (this build reads version {FORMAT_VERSION})")]
     Version(u16),
     #[error("index scheme {0} is not supported (this build numbers positions with scheme {INDEX_SCHEME_VERSION})")]
@@ -102,8 +104,26 @@ pub enum FormatError {
         "value block {block} (value bytes {start}..{end}) is damaged: checksum {computed:08x}, stored {stored:08x}"
     )]
     BlockCrc { block: usize, start: u64, end: u64, stored: u32, computed: u32 },
+    #[error(
+        "compressed block {block} (file bytes {start}..{end}) is damaged: checksum {computed:08x}, stored {stored:08x}"
+    )]
+    FrameCrc { block: usize, start: u64, end: u64, stored: u32, computed: u32 },
+    #[error("compressed block {block} does not decompress: {problem}")]
+    Decompress { block: usize, problem: String },
+    #[error("compressed block {block} decompresses to damaged bytes: checksum {computed:08x}, stored {stored:08x}")]
+    ContentCrc { block: usize, stored: u32, computed: u32 },
+    #[error("material {material} layout {layout} card state {card_state}: value byte {byte}: {problem}")]
+    WrongValue { material: Material, layout: u64, card_state: u8, byte: u8, problem: String },
+    #[error("the shard holds win/draw/loss only, not the values this needs")]
+    WdlOnly,
     #[error("value area has {got} bytes, the material needs {expected}")]
     ValuesLength { expected: u64, got: u64 },
+    #[error("unknown content code {0} (0 = values, 1 = win/draw/loss only)")]
+    Content(u8),
+    #[error("zstd level {0} is out of range")]
+    Level(i32),
+    #[error("block {block}: frame length {len} is not in 1..={MAX_FRAME_BYTES}")]
+    FrameLength { block: usize, len: u32 },
     #[error("cannot be stored: {0}")]
     Unrepresentable(String),
 }
@@ -158,7 +178,18 @@ pub fn decode(bytes: &[u8]) -> Result<(ShardHeader, &[u8]), FormatError> {
 impl ShardHeader {
     /// The header of one material of a table.
     pub fn new(rules: &Rules, max_per_side: usize, solved: &SolvedMaterial) -> Result<ShardHeader, FormatError> {
-        let material = solved.index.material;
+        let mut header = ShardHeader::for_material(rules, max_per_side, solved.index.material)?;
+        let expected = header.values_len();
+        if solved.values.len() as u64 != expected {
+            return Err(FormatError::ValuesLength { expected, got: solved.values.len() as u64 });
+        }
+        header.block_crcs = block_crcs(&solved.values);
+        Ok(header)
+    }
+
+    /// The header of one material of a table, with every block checksum 0
+    /// (to be filled in by whoever writes the values).
+    pub fn for_material(rules: &Rules, max_per_side: usize, material: Material) -> Result<ShardHeader, FormatError> {
         let max = u8::try_from(max_per_side)
             .ok()
             .filter(|m| (1..=MAX_PIECES_PER_SIDE as u8).contains(m))
@@ -179,19 +210,27 @@ impl ShardHeader {
             })?;
         }
         check_distinct(&cards)?;
-        let layouts = solved.index.layouts();
-        let expected = values_len(layouts)?;
-        if solved.values.len() as u64 != expected {
-            return Err(FormatError::ValuesLength { expected, got: solved.values.len() as u64 });
-        }
+        let layouts = MaterialIndex::new(material).layouts();
+        let blocks = values_len(layouts)?.div_ceil(BLOCK_BYTES as u64) as usize;
         Ok(ShardHeader {
             no_move: rules.no_move,
             max_per_side: max,
             material,
             cards,
             layouts,
-            block_crcs: block_crcs(&solved.values),
+            block_crcs: vec![0; blocks],
         })
+    }
+
+    /// Number of value blocks.
+    pub fn block_count(&self) -> usize {
+        self.values_len().div_ceil(BLOCK_BYTES as u64) as usize
+    }
+
+    /// The value bytes block `block` covers (offsets in the value area).
+    pub fn block_range(&self, block: usize) -> std::ops::Range<u64> {
+        let start = block as u64 * BLOCK_BYTES as u64;
+        start..(start + BLOCK_BYTES as u64).min(self.values_len())
     }
 
     /// Length of the value area.
@@ -202,13 +241,13 @@ impl ShardHeader {
     /// Length of the whole header, from a prefix of at least
     /// [`FIXED_HEADER_BYTES`] bytes (checks every fixed field first).
     pub fn total_len(prefix: &[u8]) -> Result<usize, FormatError> {
-        let fixed = read_fixed(prefix)?;
+        let fixed = read_fixed(prefix, &MAGIC)?;
         Ok(header_len(fixed.block_count))
     }
 
     /// Parses and checks a header: `bytes` must be exactly the header.
     pub fn from_bytes(bytes: &[u8]) -> Result<ShardHeader, FormatError> {
-        let fixed = read_fixed(bytes)?;
+        let fixed = read_fixed(bytes, &MAGIC)?;
         let len = header_len(fixed.block_count);
         if bytes.len() < len {
             return Err(FormatError::Truncated { needed: len as u64, got: bytes.len() as u64 });
@@ -216,12 +255,7 @@ impl ShardHeader {
         if bytes.len() > len {
             return Err(FormatError::TrailingBytes { extra: (bytes.len() - len) as u64 });
         }
-        let crc_at = len - CRC_SIZE;
-        let stored = u32_at(bytes, crc_at);
-        let computed = crc32fast::hash(&bytes[..crc_at]);
-        if stored != computed {
-            return Err(FormatError::HeaderCrc { stored, computed });
-        }
+        check_seal(bytes)?;
         let block_crcs = (0..fixed.block_count).map(|i| u32_at(bytes, FIXED_HEADER_BYTES + CRC_SIZE * i)).collect();
         Ok(ShardHeader {
             no_move: fixed.no_move,
@@ -236,7 +270,17 @@ impl ShardHeader {
     /// The header bytes, checksum included.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = vec![0u8; header_len(self.block_crcs.len())];
-        out[MAGIC_OFFSET..][..MAGIC_SIZE].copy_from_slice(&MAGIC);
+        self.write_fixed(&mut out, &MAGIC, self.block_crcs.len());
+        for (i, crc) in self.block_crcs.iter().enumerate() {
+            out[FIXED_HEADER_BYTES + CRC_SIZE * i..][..CRC_SIZE].copy_from_slice(&crc.to_le_bytes());
+        }
+        seal(&mut out);
+        out
+    }
+
+    /// Writes the fixed fields (offsets `0..FIXED_HEADER_BYTES`).
+    fn write_fixed(&self, out: &mut [u8], magic: &[u8; MAGIC_SIZE], block_count: usize) {
+        out[MAGIC_OFFSET..][..MAGIC_SIZE].copy_from_slice(magic);
         out[VERSION_OFFSET..][..VERSION_SIZE].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
         out[INDEX_SCHEME_OFFSET..][..INDEX_SCHEME_SIZE].copy_from_slice(&INDEX_SCHEME_VERSION.to_le_bytes());
         out[NO_MOVE_OFFSET] = no_move_code(self.no_move);
@@ -257,15 +301,8 @@ impl ShardHeader {
         }
         out[LAYOUTS_OFFSET..][..LAYOUTS_SIZE].copy_from_slice(&self.layouts.to_le_bytes());
         out[BLOCK_SIZE_OFFSET..][..BLOCK_SIZE_SIZE].copy_from_slice(&BLOCK_BYTES.to_le_bytes());
-        let blocks = self.block_crcs.len() as u32;
+        let blocks = block_count as u32;
         out[BLOCK_COUNT_OFFSET..][..BLOCK_COUNT_SIZE].copy_from_slice(&blocks.to_le_bytes());
-        for (i, crc) in self.block_crcs.iter().enumerate() {
-            out[FIXED_HEADER_BYTES + CRC_SIZE * i..][..CRC_SIZE].copy_from_slice(&crc.to_le_bytes());
-        }
-        let crc_at = out.len() - CRC_SIZE;
-        let crc = crc32fast::hash(&out[..crc_at]);
-        out[crc_at..].copy_from_slice(&crc.to_le_bytes());
-        out
     }
 
     /// Checks the value area's length and every block checksum.
@@ -307,6 +344,158 @@ impl ShardHeader {
     }
 }
 
+/// First bytes of every compressed shard.
+pub const COMPRESSED_MAGIC: [u8; 8] = *b"ONITBZST";
+const CONTENT_OFFSET: usize = FIXED_HEADER_BYTES;
+const CONTENT_SIZE: usize = 1;
+const LEVEL_OFFSET: usize = CONTENT_OFFSET + CONTENT_SIZE;
+const LEVEL_SIZE: usize = 4;
+/// Bytes of a compressed shard before its seek table.
+pub const COMPRESSED_FIXED_HEADER_BYTES: usize = LEVEL_OFFSET + LEVEL_SIZE;
+// One seek-table entry: frame length, frame checksum, content checksum.
+const FRAME_ENTRY_SIZE: usize = 12;
+/// Largest zstd frame a block may compress to (above zstd's compress bound
+/// for one block, 4 MiB + 16 KiB).
+pub const MAX_FRAME_BYTES: u32 = BLOCK_BYTES + BLOCK_BYTES / 128;
+/// zstd levels a header may record.
+pub const LEVELS: std::ops::RangeInclusive<i32> = -131072..=22;
+
+const _: () = assert!(COMPRESSED_FIXED_HEADER_BYTES == 202);
+
+/// What the bytes of a compressed shard hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Content {
+    /// The value bytes (win / draw / loss and plies).
+    Values,
+    /// Only win / draw / loss: every win byte is stored as 255 (win in 1),
+    /// every loss as 1 (loss in 0), draws as 128.
+    Wdl,
+}
+
+impl Content {
+    fn code(self) -> u8 {
+        match self {
+            Content::Values => 0,
+            Content::Wdl => 1,
+        }
+    }
+}
+
+/// One block of a compressed shard as the seek table records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Offset of the zstd frame from the start of the file.
+    pub offset: u64,
+    /// Length of the zstd frame in bytes.
+    pub len: u32,
+    /// CRC-32 of the frame's bytes as stored.
+    pub crc: u32,
+    /// CRC-32 of the frame's decompressed bytes.
+    pub content_crc: u32,
+}
+
+/// Everything in a compressed shard's header. `shard.block_crcs` is empty:
+/// checksums are per frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompressedHeader {
+    pub shard: ShardHeader,
+    pub content: Content,
+    /// zstd level the frames were written with (informative).
+    pub level: i32,
+    /// One per block, in block order; frames follow the header back to back.
+    pub frames: Vec<Frame>,
+}
+
+/// Bytes of a compressed shard's header for `block_count` blocks.
+pub fn compressed_header_len(block_count: usize) -> usize {
+    COMPRESSED_FIXED_HEADER_BYTES + FRAME_ENTRY_SIZE * block_count + CRC_SIZE
+}
+
+impl CompressedHeader {
+    /// Length of the whole header, from a prefix of at least
+    /// [`FIXED_HEADER_BYTES`] bytes (checks every fixed field first).
+    pub fn total_len(prefix: &[u8]) -> Result<usize, FormatError> {
+        let fixed = read_fixed(prefix, &COMPRESSED_MAGIC)?;
+        Ok(compressed_header_len(fixed.block_count))
+    }
+
+    /// The length the whole file must have.
+    pub fn file_len(&self) -> u64 {
+        match self.frames.last() {
+            Some(last) => last.offset + last.len as u64,
+            None => compressed_header_len(0) as u64,
+        }
+    }
+
+    /// Parses and checks a header: `bytes` must be exactly the header.
+    pub fn from_bytes(bytes: &[u8]) -> Result<CompressedHeader, FormatError> {
+        let fixed = read_fixed(bytes, &COMPRESSED_MAGIC)?;
+        let len = compressed_header_len(fixed.block_count);
+        if bytes.len() < len {
+            return Err(FormatError::Truncated { needed: len as u64, got: bytes.len() as u64 });
+        }
+        if bytes.len() > len {
+            return Err(FormatError::TrailingBytes { extra: (bytes.len() - len) as u64 });
+        }
+        check_seal(bytes)?;
+        let content = match bytes[CONTENT_OFFSET] {
+            0 => Content::Values,
+            1 => Content::Wdl,
+            code => return Err(FormatError::Content(code)),
+        };
+        let level = u32_at(bytes, LEVEL_OFFSET) as i32;
+        if !LEVELS.contains(&level) {
+            return Err(FormatError::Level(level));
+        }
+        let mut frames = Vec::with_capacity(fixed.block_count);
+        let mut offset = len as u64;
+        for block in 0..fixed.block_count {
+            let at = COMPRESSED_FIXED_HEADER_BYTES + FRAME_ENTRY_SIZE * block;
+            let frame_len = u32_at(bytes, at);
+            if frame_len == 0 || frame_len > MAX_FRAME_BYTES {
+                return Err(FormatError::FrameLength { block, len: frame_len });
+            }
+            frames.push(Frame {
+                offset,
+                len: frame_len,
+                crc: u32_at(bytes, at + 4),
+                content_crc: u32_at(bytes, at + 8),
+            });
+            offset += frame_len as u64;
+        }
+        let shard = ShardHeader {
+            no_move: fixed.no_move,
+            max_per_side: fixed.max_per_side,
+            material: fixed.material,
+            cards: fixed.cards,
+            layouts: fixed.layouts,
+            block_crcs: Vec::new(),
+        };
+        Ok(CompressedHeader { shard, content, level, frames })
+    }
+
+    /// The header bytes, checksum included.
+    ///
+    /// # Panics
+    /// If there is not one frame per block or the level is out of range.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        assert_eq!(self.frames.len(), self.shard.block_count(), "one frame per block");
+        assert!(LEVELS.contains(&self.level));
+        let mut out = vec![0u8; compressed_header_len(self.frames.len())];
+        self.shard.write_fixed(&mut out, &COMPRESSED_MAGIC, self.frames.len());
+        out[CONTENT_OFFSET] = self.content.code();
+        out[LEVEL_OFFSET..][..LEVEL_SIZE].copy_from_slice(&self.level.to_le_bytes());
+        for (block, frame) in self.frames.iter().enumerate() {
+            let at = COMPRESSED_FIXED_HEADER_BYTES + FRAME_ENTRY_SIZE * block;
+            out[at..at + 4].copy_from_slice(&frame.len.to_le_bytes());
+            out[at + 4..at + 8].copy_from_slice(&frame.crc.to_le_bytes());
+            out[at + 8..at + 12].copy_from_slice(&frame.content_crc.to_le_bytes());
+        }
+        seal(&mut out);
+        out
+    }
+}
+
 /// The fixed part of a header, checked.
 struct Fixed {
     no_move: NoMoveRule,
@@ -317,17 +506,18 @@ struct Fixed {
     block_count: usize,
 }
 
-fn read_fixed(bytes: &[u8]) -> Result<Fixed, FormatError> {
+fn read_fixed(bytes: &[u8], magic: &[u8; MAGIC_SIZE]) -> Result<Fixed, FormatError> {
+    let bad_magic = if magic == &MAGIC { FormatError::BadMagic } else { FormatError::BadCompressedMagic };
     if bytes.len() < FIXED_HEADER_BYTES {
         // Name a bad magic even in a short file: it says more.
         let magic_len = bytes.len().min(MAGIC_SIZE);
-        if bytes[..magic_len] != MAGIC[..magic_len] {
-            return Err(FormatError::BadMagic);
+        if bytes[..magic_len] != magic[..magic_len] {
+            return Err(bad_magic);
         }
         return Err(FormatError::Truncated { needed: FIXED_HEADER_BYTES as u64, got: bytes.len() as u64 });
     }
-    if bytes[MAGIC_OFFSET..][..MAGIC_SIZE] != MAGIC {
-        return Err(FormatError::BadMagic);
+    if bytes[MAGIC_OFFSET..][..MAGIC_SIZE] != magic[..] {
+        return Err(bad_magic);
     }
     let version = u16_at(bytes, VERSION_OFFSET);
     if version != FORMAT_VERSION {
@@ -459,7 +649,26 @@ fn values_len(layouts: u64) -> Result<u64, FormatError> {
         .ok_or_else(|| FormatError::Unrepresentable(format!("{layouts} layouts do not fit in memory")))
 }
 
-fn block_crcs(values: &[u8]) -> Vec<u32> {
+/// Writes the CRC-32 of everything before the last four bytes into them.
+fn seal(out: &mut [u8]) {
+    let crc_at = out.len() - CRC_SIZE;
+    let crc = crc32fast::hash(&out[..crc_at]);
+    out[crc_at..].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Checks the CRC-32 in the last four bytes of a header.
+fn check_seal(bytes: &[u8]) -> Result<(), FormatError> {
+    let crc_at = bytes.len() - CRC_SIZE;
+    let stored = u32_at(bytes, crc_at);
+    let computed = crc32fast::hash(&bytes[..crc_at]);
+    if stored != computed {
+        return Err(FormatError::HeaderCrc { stored, computed });
+    }
+    Ok(())
+}
+
+/// CRC-32 of each [`BLOCK_BYTES`] block of `values`, in parallel.
+pub fn block_crcs(values: &[u8]) -> Vec<u32> {
     values.par_chunks(BLOCK_BYTES as usize).map(crc32fast::hash).collect()
 }
 
@@ -563,6 +772,82 @@ mod tests {
     }
 
     const DRAW_BYTE: u8 = crate::value::DRAW;
+
+    fn compressed_sample() -> Vec<u8> {
+        let shard = ShardHeader::for_material(&Rules::default(), 2, Material::new(2, 2)).unwrap();
+        let frames = (0..shard.block_count() as u32)
+            .map(|i| Frame { offset: 0, len: 1000 + i, crc: i * 7, content_crc: i * 11 })
+            .collect();
+        CompressedHeader {
+            shard: ShardHeader { block_crcs: Vec::new(), ..shard },
+            content: Content::Wdl,
+            level: 19,
+            frames,
+        }
+        .to_bytes()
+    }
+
+    #[test]
+    fn compressed_headers_round_trip_and_any_flipped_bit_is_rejected() {
+        let bytes = compressed_sample();
+        let header = CompressedHeader::from_bytes(&bytes).unwrap();
+        assert_eq!(header.to_bytes(), bytes);
+        assert_eq!(CompressedHeader::total_len(&bytes[..FIXED_HEADER_BYTES]).unwrap(), bytes.len());
+        assert_eq!(header.frames[1].offset, bytes.len() as u64 + 1000);
+        assert_eq!(header.file_len(), bytes.len() as u64 + 1000 + 1001 + 1002);
+        assert_eq!(&bytes[..8], b"ONITBZST");
+        for bit in 0..bytes.len() * 8 {
+            let mut damaged = bytes.clone();
+            damaged[bit / 8] ^= 1 << (bit % 8);
+            assert!(CompressedHeader::from_bytes(&damaged).is_err(), "flipping bit {bit} went unnoticed");
+        }
+        // A raw reader refuses a compressed header and the other way round.
+        assert_eq!(ShardHeader::from_bytes(&bytes).unwrap_err(), FormatError::BadMagic);
+        let (_, raw) = sample(&Rules::default());
+        assert_eq!(CompressedHeader::total_len(&raw).unwrap_err(), FormatError::BadCompressedMagic);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn header_readers_never_panic_on_random_bytes(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
+            let _ = ShardHeader::total_len(&bytes);
+            let _ = ShardHeader::from_bytes(&bytes);
+            let _ = CompressedHeader::total_len(&bytes);
+            let _ = CompressedHeader::from_bytes(&bytes);
+            let _ = decode(&bytes);
+        }
+
+        #[test]
+        fn mutated_headers_are_refused(
+            compressed in proptest::prelude::any::<bool>(),
+            changes in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), 1..=255u8), 1..4),
+            cut in proptest::prelude::any::<proptest::sample::Index>(),
+        ) {
+            let good = if compressed {
+                compressed_sample()
+            } else {
+                let (header, _) = decode(&sample(&Rules::default()).1).map(|(h, v)| (h.to_bytes(), v.len())).unwrap();
+                header
+            };
+            let parse = |bytes: &[u8]| if compressed {
+                CompressedHeader::from_bytes(bytes).map(|_| ())
+            } else {
+                ShardHeader::from_bytes(bytes).map(|_| ())
+            };
+            let mut bad = good.clone();
+            for (at, xor) in &changes {
+                bad[at.index(good.len())] ^= xor;
+            }
+            if bad != good {
+                proptest::prop_assert!(parse(&bad).is_err());
+            }
+            let cut = cut.index(good.len());
+            proptest::prop_assert!(parse(&good[..cut]).is_err());
+            let _ = if compressed { CompressedHeader::total_len(&bad[..cut]).map(|_| ()) } else { ShardHeader::total_len(&bad[..cut]).map(|_| ()) };
+        }
+    }
 
     #[test]
     fn unrepresentable_tables_are_refused_on_write() {

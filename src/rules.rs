@@ -361,6 +361,26 @@ pub fn masters_end_game(mover_master: u8, opponent_master: u8) -> bool {
     mover_master == MOVER_TARGET || opponent_master == OPPONENT_TARGET
 }
 
+/// Card slots (bit set) with which the mover wins on the spot: some piece
+/// captures the opponent's master, or the mover's master steps onto
+/// [`MOVER_TARGET`] (not occupied by its own piece). Card states are not
+/// involved: a state wins in one ply iff it holds one of these slots.
+#[inline]
+pub fn winning_slots(cards: &CardSet, mover: u32, mover_master: u8, opponent_master: u8) -> u32 {
+    let mut slots = 0;
+    for (slot, card) in cards.cards().iter().enumerate() {
+        let wins = card.offsets.iter().any(|&(dx, dy)| {
+            let captures = step(opponent_master, -dx, -dy).is_some_and(|from| mover & (1 << from) != 0);
+            let reaches = step(mover_master, dx, dy) == Some(MOVER_TARGET) && mover & (1 << MOVER_TARGET) == 0;
+            captures || reaches
+        });
+        if wins {
+            slots |= 1 << slot;
+        }
+    }
+    slots
+}
+
 /// Turns a bitboard by 180 degrees: square s goes to 24 - s.
 #[inline]
 pub fn rotate(board: u32) -> u32 {
@@ -437,6 +457,13 @@ impl Position {
     /// this position, so tables hold no value for it.
     pub fn is_game_over(&self) -> bool {
         masters_end_game(self.mover_master, self.opponent_master)
+    }
+
+    /// The mover has a move that wins on the spot, so the position is a win
+    /// in one ply. Cheaper than [`Position::moves`].
+    pub fn has_winning_move(&self, rules: &Rules) -> bool {
+        let slots = winning_slots(&rules.cards, self.mover, self.mover_master, self.opponent_master);
+        self.cards.mover_cards().iter().any(|&slot| slots & (1 << slot) != 0)
     }
 
     /// The board after the mover plays `slot` from `from` to `to` (or passes

@@ -9,17 +9,20 @@
 //! complete or absent. [`OutputDir::prepare`] does every check that can fail
 //! up front, so that a long solve is not wasted on a bad path.
 
-use crate::format::{FIXED_HEADER_BYTES, FormatError, ShardHeader};
-use crate::index::{Material, MaterialIndex};
-use crate::rules::MAX_PIECES_PER_SIDE;
+use crate::format::{BLOCK_BYTES, FormatError, ShardHeader, header_len};
+use crate::index::Material;
+use crate::rules::{MAX_PIECES_PER_SIDE, Rules};
 use crate::table::{SolvedMaterial, Table};
+
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
-/// File name extension of a shard.
+/// File name extension of a raw shard.
 pub const SHARD_EXTENSION: &str = "onitb";
+/// File name extension of a compressed shard.
+pub const COMPRESSED_EXTENSION: &str = "onitbz";
 
 #[derive(Debug, Error)]
 pub enum StoreError {
@@ -47,6 +50,8 @@ pub enum StoreError {
     MaterialMismatch { path: PathBuf, found: Material },
     #[error("'{}' and '{}' disagree on the {what}: they belong to different tables", path.display(), other.display())]
     Mismatch { path: PathBuf, other: PathBuf, what: &'static str },
+    #[error("'{}' and '{}' hold the same material", path.display(), other.display())]
+    Duplicate { path: PathBuf, other: PathBuf },
     #[error("shard '{}' of this {men}-men table is missing", .path.display())]
     MissingShard { path: PathBuf, men: usize },
 }
@@ -61,9 +66,21 @@ pub fn shard_name(material: Material) -> String {
     format!("{material}.{SHARD_EXTENSION}")
 }
 
-/// The material a shard file name stands for (`None` if it is not one).
-fn material_of_name(name: &str) -> Option<Material> {
-    let stem = name.strip_suffix(SHARD_EXTENSION)?.strip_suffix('.')?;
+/// The file name of a material's compressed shard, e.g. `2v1.onitbz`.
+pub fn compressed_shard_name(material: Material) -> String {
+    format!("{material}.{COMPRESSED_EXTENSION}")
+}
+
+/// Whether a file name has a shard extension (raw or compressed).
+pub fn is_shard_name(name: &str) -> bool {
+    [SHARD_EXTENSION, COMPRESSED_EXTENSION].iter().any(|ext| name.strip_suffix(ext).is_some_and(|s| s.ends_with('.')))
+}
+
+/// The material a shard file name (raw or compressed) stands for (`None`
+/// if it is not one).
+pub fn material_of_name(name: &str) -> Option<Material> {
+    let stem =
+        name.strip_suffix(SHARD_EXTENSION).or_else(|| name.strip_suffix(COMPRESSED_EXTENSION))?.strip_suffix('.')?;
     let (mover, opponent) = stem.split_once('v')?;
     let piece_count = |s: &str| {
         (s.len() == 1).then(|| s.parse::<usize>().ok()).flatten().filter(|n| (1..=MAX_PIECES_PER_SIDE).contains(n))
@@ -103,11 +120,22 @@ impl OutputDir {
         &self.target
     }
 
+    /// Where a file named `name` goes while the directory is being written.
+    pub fn path_for(&self, name: &str) -> PathBuf {
+        self.partial.join(name)
+    }
+
     /// Writes every shard, syncs, and moves the directory into place.
-    pub fn commit(mut self, table: &Table) -> Result<(), StoreError> {
+    pub fn commit(self, table: &Table) -> Result<(), StoreError> {
         for solved in table.materials() {
-            write_shard(table, solved, &self.partial.join(shard_name(solved.index.material)))?;
+            write_shard(table, solved, &self.path_for(&shard_name(solved.index.material)))?;
         }
+        self.finish()
+    }
+
+    /// Syncs the files written under [`OutputDir::path_for`] (each writer
+    /// syncs its own file) and moves the directory into place.
+    pub fn finish(mut self) -> Result<(), StoreError> {
         sync_dir(&self.partial)?;
         // The target may have changed during a long solve.
         check_target(&self.target)?;
@@ -168,7 +196,7 @@ fn check_target(dir: &Path) -> Result<(), StoreError> {
     let mut any = false;
     for entry in fs::read_dir(dir).map_err(io_error("read directory", dir))? {
         let entry = entry.map_err(io_error("read directory", dir))?;
-        if entry.file_name().to_string_lossy().ends_with(&format!(".{SHARD_EXTENSION}")) {
+        if is_shard_name(&entry.file_name().to_string_lossy()) {
             return Err(StoreError::HoldsTable(dir.to_path_buf()));
         }
         any = true;
@@ -177,109 +205,104 @@ fn check_target(dir: &Path) -> Result<(), StoreError> {
 }
 
 fn write_shard(table: &Table, solved: &SolvedMaterial, path: &Path) -> Result<(), StoreError> {
-    let header = ShardHeader::new(table.rules(), table.max_per_side(), solved)
-        .map_err(|cause| StoreError::Format { path: path.to_path_buf(), cause })?;
-    let write = || -> io::Result<()> {
-        let mut file = File::create_new(path)?;
-        file.write_all(&header.to_bytes())?;
-        file.write_all(&solved.values)?;
-        file.sync_all()
-    };
-    write().map_err(io_error("write shard", path))
+    let mut writer = RawShardWriter::create(path, table.rules(), table.max_per_side(), solved.index.material)?;
+    writer.write_values(&solved.values)?;
+    writer.finish()
+}
+
+/// Writes one raw shard from value bytes that arrive in any chunks, without
+/// holding the material in memory: block checksums are computed as the bytes
+/// go by, and the header (which holds them) is written last, over a
+/// zero-filled placeholder. A shard whose writer is dropped before
+/// [`RawShardWriter::finish`] has an all-zero header, which readers refuse.
+#[derive(Debug)]
+pub struct RawShardWriter {
+    path: PathBuf,
+    file: File,
+    header: ShardHeader,
+    /// Value bytes written so far.
+    written: u64,
+    /// Checksum of the current block's bytes so far.
+    block_hasher: crc32fast::Hasher,
+}
+
+impl RawShardWriter {
+    /// Creates `path` (which must not exist) for the shard of `material` in a
+    /// table of up to `max_per_side` pieces per side.
+    pub fn create(path: &Path, rules: &Rules, max_per_side: usize, material: Material) -> Result<Self, StoreError> {
+        let header = ShardHeader::for_material(rules, max_per_side, material)
+            .map_err(|cause| StoreError::Format { path: path.to_path_buf(), cause })?;
+        let mut file = File::create_new(path).map_err(io_error("create shard", path))?;
+        let placeholder = vec![0u8; header_len(header.block_count())];
+        file.write_all(&placeholder).map_err(io_error("write shard", path))?;
+        Ok(RawShardWriter {
+            path: path.to_path_buf(),
+            file,
+            header,
+            written: 0,
+            block_hasher: crc32fast::Hasher::new(),
+        })
+    }
+
+    /// The header as it will be written (block checksums so far).
+    pub fn header(&self) -> &ShardHeader {
+        &self.header
+    }
+
+    /// Appends the next value bytes (in layout order; any chunk size).
+    pub fn write_values(&mut self, values: &[u8]) -> Result<(), StoreError> {
+        let total = self.header.values_len();
+        if self.written + values.len() as u64 > total {
+            let extra = self.written + values.len() as u64 - total;
+            return Err(StoreError::Format { path: self.path.clone(), cause: FormatError::TrailingBytes { extra } });
+        }
+        let mut rest = values;
+        while !rest.is_empty() {
+            let block_offset = self.written % BLOCK_BYTES as u64;
+            let take = rest.len().min((BLOCK_BYTES as u64 - block_offset) as usize);
+            self.block_hasher.update(&rest[..take]);
+            self.written += take as u64;
+            rest = &rest[take..];
+            if self.written.is_multiple_of(BLOCK_BYTES as u64) || self.written == total {
+                let block = ((self.written - 1) / BLOCK_BYTES as u64) as usize;
+                let hasher = std::mem::take(&mut self.block_hasher);
+                self.header.block_crcs[block] = hasher.finalize();
+            }
+        }
+        self.file.write_all(values).map_err(io_error("write shard", &self.path))
+    }
+
+    /// Checks that every value byte was written, writes the header and
+    /// syncs the file.
+    pub fn finish(mut self) -> Result<(), StoreError> {
+        let expected = self.header.values_len();
+        if self.written != expected {
+            let cause = FormatError::ValuesLength { expected, got: self.written };
+            return Err(StoreError::Format { path: self.path.clone(), cause });
+        }
+        let header = self.header.to_bytes();
+        let write = |file: &mut File| -> io::Result<()> {
+            file.seek(SeekFrom::Start(0))?;
+            file.write_all(&header)?;
+            file.sync_all()
+        };
+        write(&mut self.file).map_err(io_error("write shard", &self.path))
+    }
 }
 
 fn sync_dir(dir: &Path) -> Result<(), StoreError> {
     File::open(dir).and_then(|d| d.sync_all()).map_err(io_error("sync directory", dir))
 }
 
-/// Loads a table, checking every shard completely.
+/// Loads a table (raw or compressed shards), checking every block.
 pub fn load(dir: &Path) -> Result<Table, StoreError> {
-    let mut shards: Vec<(Material, PathBuf)> = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_error("read table directory", dir))? {
-        let entry = entry.map_err(io_error("read table directory", dir))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.ends_with(&format!(".{SHARD_EXTENSION}")) {
-            continue;
-        }
-        let material = material_of_name(&name).ok_or_else(|| StoreError::ShardName(entry.path()))?;
-        shards.push((material, entry.path()));
-    }
-    shards.sort();
-    let Some((_, first_path)) = shards.first().cloned() else {
-        return Err(StoreError::NoTable(dir.to_path_buf()));
-    };
-    // Learn the table's size from one header, then check the set of names
-    // before reading gigabytes.
-    let (first, _) = read_header(&first_path)?;
-    let max_per_side = first.max_per_side as usize;
-    for material in Material::all_up_to(max_per_side) {
-        if !shards.iter().any(|(m, _)| *m == material) {
-            let path = dir.join(shard_name(material));
-            return Err(StoreError::MissingShard { path, men: 2 * max_per_side });
-        }
-    }
-    let mut solved = Vec::with_capacity(shards.len());
-    for (material, path) in shards {
-        let (header, values) = read_shard(&path)?;
-        if header.material != material {
-            return Err(StoreError::MaterialMismatch { path, found: header.material });
-        }
-        let what = if header.max_per_side != first.max_per_side {
-            Some("table size")
-        } else if header.no_move != first.no_move {
-            Some("no-move rule")
-        } else if header.cards != first.cards {
-            Some("cards")
-        } else {
-            None
-        };
-        if let Some(what) = what {
-            return Err(StoreError::Mismatch { path, other: first_path, what });
-        }
-        solved.push(SolvedMaterial { index: MaterialIndex::new(material), values });
-    }
-    let rules = first.rules().map_err(|cause| StoreError::Format { path: first_path, cause })?;
-    Ok(Table::new(rules, max_per_side, solved))
-}
-
-/// Reads and checks a shard's header; returns it with the open file,
-/// positioned at the value area.
-fn read_header(path: &Path) -> Result<(ShardHeader, File), StoreError> {
-    let format_error = |cause| StoreError::Format { path: path.to_path_buf(), cause };
-    let mut file = File::open(path).map_err(io_error("open shard", path))?;
-    let file_len = file.metadata().map_err(io_error("read shard", path))?.len();
-    let mut header = vec![0u8; FIXED_HEADER_BYTES.min(file_len as usize)];
-    file.read_exact(&mut header).map_err(io_error("read shard", path))?;
-    let header_len = ShardHeader::total_len(&header).map_err(format_error)?;
-    if file_len < header_len as u64 {
-        return Err(format_error(FormatError::Truncated { needed: header_len as u64, got: file_len }));
-    }
-    let fixed = header.len();
-    header.resize(header_len, 0);
-    file.read_exact(&mut header[fixed..]).map_err(io_error("read shard", path))?;
-    let header = ShardHeader::from_bytes(&header).map_err(format_error)?;
-    let needed = header_len as u64 + header.values_len();
-    if file_len < needed {
-        return Err(format_error(FormatError::Truncated { needed, got: file_len }));
-    }
-    if file_len > needed {
-        return Err(format_error(FormatError::TrailingBytes { extra: file_len - needed }));
-    }
-    Ok((header, file))
-}
-
-/// Reads a whole shard and checks every block of its values.
-fn read_shard(path: &Path) -> Result<(ShardHeader, Vec<u8>), StoreError> {
-    let (header, mut file) = read_header(path)?;
-    let mut values = vec![0u8; header.values_len() as usize];
-    file.read_exact(&mut values).map_err(io_error("read shard", path))?;
-    header.check_values(&values).map_err(|cause| StoreError::Format { path: path.to_path_buf(), cause })?;
-    Ok((header, values))
+    crate::shard::TableFiles::open(dir)?.load()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::MaterialIndex;
     use crate::rules::{CARD_STATES, NoMoveRule, Rules};
 
     fn fake_table(rules: Rules, max_per_side: usize) -> Table {

@@ -76,6 +76,35 @@ impl Value {
     pub fn is_loss(self) -> bool {
         matches!(self, Value::Loss(_))
     }
+
+    /// The value, for the side that moved, of a move into a position of
+    /// this value (for the side to move there): one ply more, sides swapped.
+    pub fn before_move(self) -> Value {
+        match self {
+            Value::Win(p) => Value::Loss(p + 1),
+            Value::Loss(p) => Value::Win(p + 1),
+            Value::Draw => Value::Draw,
+        }
+    }
+
+    /// Orders values by how good they are for the side to move (larger is
+    /// better), for any number of plies.
+    pub fn goodness(self) -> i32 {
+        match self {
+            Value::Loss(p) => p as i32 - 100_000,
+            Value::Draw => 0,
+            Value::Win(p) => 100_000 - p as i32,
+        }
+    }
+
+    /// "win", "draw" or "loss".
+    pub fn wdl_name(self) -> &'static str {
+        match self {
+            Value::Win(_) => "win",
+            Value::Draw => "draw",
+            Value::Loss(_) => "loss",
+        }
+    }
 }
 
 /// The byte of a position whose successor (seen by the opponent) has value

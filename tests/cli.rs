@@ -174,3 +174,96 @@ fn stats_refuses_damaged_or_missing_tables_naming_the_problem() {
     fails(cwd, &["stats", "nowhere"], "nowhere");
     fails(cwd, &["stats", "."], "holds no table");
 }
+
+const WON: &str = "1b3/2B2/5/5/1rR2 r Boar,Ox Crab,Horse Elephant";
+
+#[test]
+fn compress_verify_probe_and_play() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    succeeds(cwd, &["generate", "--men", "4", "--out", "t4", "--quiet"]);
+    let out = succeeds(cwd, &["compress", "t4", "z4", "--level", "3"]);
+    let report = text(&out.stdout);
+    assert!(report.contains("2v2: 8394540 states") && report.contains("bits/state"), "{report}");
+    assert_eq!(entries(&cwd.join("z4")), ["1v1.onitbz", "1v2.onitbz", "2v1.onitbz", "2v2.onitbz"]);
+    assert_eq!(stats_json(cwd, "z4"), stats_json(cwd, "t4"));
+    let out = succeeds(cwd, &["verify", "t4", "z4/2v2.onitbz"]);
+    assert!(text(&out.stdout).contains("checksums ok: 5 shards"), "{}", text(&out.stdout));
+    let out = succeeds(cwd, &["verify", "--deep", "z4"]);
+    assert!(text(&out.stdout).contains("deep check ok"), "{}", text(&out.stdout));
+
+    let probe = |dir: &str| -> Value {
+        serde_json::from_slice(&succeeds(cwd, &["probe", dir, WON, "--json"]).stdout).expect("probe --json prints JSON")
+    };
+    let json = probe("z4");
+    assert_eq!(json, probe("t4"), "raw and compressed tables answer alike");
+    assert_eq!(
+        (json["to_move"].as_str(), json["wdl"].as_str(), json["plies"].as_u64()),
+        (Some("red"), Some("win"), Some(19))
+    );
+    let moves = json["moves"].as_array().unwrap();
+    assert_eq!(moves.len(), 7);
+    assert_eq!((moves[0]["wdl"].as_str(), moves[0]["plies"].as_u64()), (Some("win"), Some(19)));
+    assert!(moves.iter().all(|m| m["result"].is_string() && m["card"].is_string()));
+    // The position after the best move is a loss in 18 for Blue.
+    let next = moves[0]["result"].as_str().unwrap();
+    let after: Value = serde_json::from_slice(&succeeds(cwd, &["probe", "z4", next, "--json"]).stdout).unwrap();
+    assert_eq!(
+        (after["to_move"].as_str(), after["wdl"].as_str(), after["plies"].as_u64()),
+        (Some("blue"), Some("loss"), Some(18))
+    );
+    let human = text(&succeeds(cwd, &["probe", "z4", WON]).stdout);
+    assert!(human.contains("red: win in 19 plies") && human.contains("1 . r R . ."), "{human}");
+
+    let game = text(&succeeds(cwd, &["play", "t4", WON]).stdout);
+    assert!(game.contains("ply 19: red plays") && game.trim_end().ends_with("red wins"), "{game}");
+    assert!(!game.contains("ply 20"), "{game}");
+}
+
+#[test]
+fn probe_and_verify_refuse_bad_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    succeeds(cwd, &["generate", "--men", "4", "--out", "t4", "--quiet"]);
+    succeeds(cwd, &["compress", "t4", "z4", "--level", "1", "--quiet"]);
+    fails(cwd, &["probe", "z4", "1b3/2B2/5/5/1rR2 r Boar,Ox Crab,Tiger Elephant"], "column 33: 'Tiger' is not one of");
+    fails(cwd, &["probe", "z4", "1b3/2B2/5/5/1rRx r Boar,Ox Crab,Horse Elephant"], "column 16: 'x' is not a piece");
+    fails(cwd, &["probe", "z4", "bbBb1/5/5/5/rrR2 r Boar,Ox Crab,Horse Elephant"], "material 3v4 is not in this table");
+    fails(cwd, &["probe", "z4", "2R2/2B2/5/5/5 b Boar,Ox Crab,Horse Elephant"], "the game is already over");
+    fails(cwd, &["compress", "t4", "t4"], "already holds a table");
+
+    // A damaged frame is named with its shard and block.
+    let shard = cwd.join("z4/2v2.onitbz");
+    let good = fs::read(&shard).unwrap();
+    let mut bad = good.clone();
+    let last = bad.len() - 10;
+    bad[last] ^= 4;
+    fs::write(&shard, &bad).unwrap();
+    let stderr = fails(cwd, &["verify", "t4", "z4"], "1 damaged blocks");
+    assert!(stderr.contains("2v2.onitbz") && stderr.contains("compressed block 2"), "{stderr}");
+    fails(cwd, &["stats", "z4"], "compressed block 2");
+    fs::write(&shard, &good[..good.len() - 1]).unwrap();
+    fails(cwd, &["verify", "z4"], "truncated");
+    fs::write(&shard, &good).unwrap();
+
+    // A checksum-correct table with one wrong value passes `verify` but not
+    // `verify --deep`.
+    let table = onitb::Table::generate(&onitb::rules::Rules::default(), 2).unwrap();
+    let materials = table
+        .materials()
+        .iter()
+        .map(|m| {
+            let mut values = m.values.clone();
+            if m.index.material == onitb::index::Material::new(1, 2) {
+                let at = values.iter().position(|&b| b == onitb::Value::Loss(2).to_byte()).unwrap();
+                values[at] = onitb::Value::Draw.to_byte();
+            }
+            onitb::table::SolvedMaterial { index: onitb::index::MaterialIndex::new(m.index.material), values }
+        })
+        .collect();
+    let wrong = onitb::Table::new(*table.rules(), 2, materials);
+    onitb::store::save(&wrong, &cwd.join("wrong")).unwrap();
+    succeeds(cwd, &["verify", "wrong"]);
+    let stderr = fails(cwd, &["verify", "--deep", "wrong"], "the table says draw");
+    assert!(stderr.contains("material 1v2"), "{stderr}");
+}

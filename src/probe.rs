@@ -1,0 +1,212 @@
+//! Probing a table on disk: the value of one position and of its moves.
+//!
+//! Owns [`Tablebase`]: lazy access to a table directory (raw or compressed
+//! shards) through a small LRU cache of checked blocks. Opening reads the
+//! shard headers only; a probe reads and decompresses only the block that
+//! holds the position. Values a compressed shard does not store (wins in one
+//! ply) are recomputed from the rules.
+
+use crate::format::Content;
+use crate::index::{Layout, Material, MaterialIndex};
+use crate::rules::{CARD_STATES, Move, Outcome, Position, Rules};
+use crate::shard::TableFiles;
+use crate::store::StoreError;
+use crate::value::Value;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use thiserror::Error;
+
+/// Blocks kept in memory by default (4 MiB each).
+pub const DEFAULT_CACHE_BLOCKS: usize = 16;
+
+#[derive(Debug, Error)]
+pub enum ProbeError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("not a position: boards overlap, a master is missing or a side has no piece or too many")]
+    Malformed,
+    #[error("the game is already over: a master stands on the opponent's temple")]
+    GameOver,
+    #[error("material {material} is not in this table of up to {max_per_side} pieces per side")]
+    NotInTable { material: Material, max_per_side: usize },
+    #[error("the table holds win/draw/loss only; probing needs a table of values")]
+    WdlOnly,
+    #[error("the table is wrong: material {material} layout {layout} card state {card_state} holds byte {byte}")]
+    WrongValue { material: Material, layout: u64, card_state: usize, byte: u8 },
+}
+
+/// A legal move and its value for the side that makes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MoveValue {
+    pub played: Move,
+    pub value: Value,
+}
+
+/// A table directory opened for probing.
+pub struct Tablebase {
+    files: TableFiles,
+    indexes: Vec<MaterialIndex>,
+    cache: Mutex<BlockCache>,
+}
+
+impl Tablebase {
+    /// Opens a table directory, reading and checking every shard's header
+    /// (not the values).
+    pub fn open(dir: &Path) -> Result<Tablebase, ProbeError> {
+        Tablebase::with_cache(dir, DEFAULT_CACHE_BLOCKS)
+    }
+
+    /// [`Tablebase::open`] with a cache of `blocks` blocks (at least one).
+    pub fn with_cache(dir: &Path, blocks: usize) -> Result<Tablebase, ProbeError> {
+        let files = TableFiles::open(dir)?;
+        if files.shards.iter().any(|s| s.content() != Content::Values) {
+            return Err(ProbeError::WdlOnly);
+        }
+        let indexes = files.shards.iter().map(|s| MaterialIndex::new(s.material())).collect();
+        let cache = Mutex::new(BlockCache::new(blocks.max(1)));
+        Ok(Tablebase { files, indexes, cache })
+    }
+
+    pub fn rules(&self) -> &Rules {
+        &self.files.rules
+    }
+
+    pub fn max_per_side(&self) -> usize {
+        self.files.max_per_side
+    }
+
+    /// Win / draw / loss and plies to the end for the side to move.
+    pub fn probe(&self, position: &Position) -> Result<Value, ProbeError> {
+        if !position.is_well_formed() {
+            return Err(ProbeError::Malformed);
+        }
+        if position.is_game_over() {
+            return Err(ProbeError::GameOver);
+        }
+        let material = Material::new(position.mover.count_ones() as usize, position.opponent.count_ones() as usize);
+        let Some(slot) = self.files.shards.iter().position(|s| s.material() == material) else {
+            return Err(ProbeError::NotInTable { material, max_per_side: self.max_per_side() });
+        };
+        let shard = &self.files.shards[slot];
+        let recomputes = shard.is_compressed();
+        if recomputes && position.has_winning_move(self.rules()) {
+            return Ok(Value::Win(1));
+        }
+        let index = &self.indexes[slot];
+        let layout = Layout {
+            mover: position.mover,
+            opponent: position.opponent,
+            mover_master: position.mover_master,
+            opponent_master: position.opponent_master,
+        };
+        let layout_number = index.rank(&layout);
+        let at = layout_number * CARD_STATES as u64 + position.cards.index() as u64;
+        let block_bytes = crate::format::BLOCK_BYTES as u64;
+        let block = self.block(slot, (at / block_bytes) as usize)?;
+        let byte = block[(at % block_bytes) as usize];
+        let wrong =
+            || ProbeError::WrongValue { material, layout: layout_number, card_state: position.cards.index(), byte };
+        match Value::from_byte(byte) {
+            None => Err(wrong()),
+            // A compressed shard recomputes every win in one.
+            Some(Value::Win(1)) if recomputes => Err(wrong()),
+            Some(value) => Ok(value),
+        }
+    }
+
+    /// Every legal move with its value for the mover, best first. Moves of
+    /// equal value keep the order of [`Position::moves`].
+    pub fn probe_moves(&self, position: &Position) -> Result<Vec<MoveValue>, ProbeError> {
+        self.probe(position)?;
+        let mut out = Vec::new();
+        for played in position.moves(self.rules()) {
+            let value = match played.outcome {
+                Outcome::Win => Value::Win(1),
+                Outcome::Continue(next) => self.probe(&next)?.before_move(),
+            };
+            out.push(MoveValue { played, value });
+        }
+        out.sort_by_key(|m| std::cmp::Reverse(m.value.goodness()));
+        Ok(out)
+    }
+
+    /// A checked block, from the cache or the disk.
+    fn block(&self, slot: usize, block: usize) -> Result<Arc<Vec<u8>>, ProbeError> {
+        if let Some(bytes) = self.lock().get((slot, block)) {
+            return Ok(bytes);
+        }
+        // Read without holding the lock; two threads may read the same
+        // block, which is harmless.
+        let bytes = Arc::new(self.files.shards[slot].read_block(block)?);
+        self.lock().insert((slot, block), bytes.clone());
+        Ok(bytes)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BlockCache> {
+        // A panic elsewhere cannot leave the cache inconsistent: every
+        // method leaves it whole.
+        self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Empties the block cache (for measuring cold probes).
+    pub fn clear_cache(&self) {
+        self.lock().blocks.clear();
+    }
+}
+
+/// (shard slot, block number).
+type BlockKey = (usize, usize);
+
+/// Least recently used blocks, keyed by (shard slot, block number).
+struct BlockCache {
+    capacity: usize,
+    tick: u64,
+    /// (shard slot, block) -> (tick of last use, bytes).
+    blocks: HashMap<BlockKey, (u64, Arc<Vec<u8>>)>,
+}
+
+impl BlockCache {
+    fn new(capacity: usize) -> BlockCache {
+        BlockCache { capacity, tick: 0, blocks: HashMap::with_capacity(capacity + 1) }
+    }
+
+    fn get(&mut self, key: (usize, usize)) -> Option<Arc<Vec<u8>>> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.blocks.get_mut(&key).map(|(used, bytes)| {
+            *used = tick;
+            bytes.clone()
+        })
+    }
+
+    fn insert(&mut self, key: (usize, usize), bytes: Arc<Vec<u8>>) {
+        self.tick += 1;
+        self.blocks.insert(key, (self.tick, bytes));
+        if self.blocks.len() > self.capacity {
+            let oldest = self.blocks.iter().min_by_key(|(_, (used, _))| *used).map(|(key, _)| *key);
+            if let Some(oldest) = oldest {
+                self.blocks.remove(&oldest);
+            }
+        }
+        debug_assert!(self.blocks.len() <= self.capacity);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_keeps_the_most_recently_used_blocks() {
+        let mut cache = BlockCache::new(2);
+        let block = |n: u8| Arc::new(vec![n]);
+        cache.insert((0, 0), block(0));
+        cache.insert((0, 1), block(1));
+        assert!(cache.get((0, 0)).is_some());
+        cache.insert((1, 0), block(2));
+        assert!(cache.get((0, 1)).is_none(), "the least recently used block goes");
+        assert_eq!(cache.get((0, 0)).unwrap()[0], 0);
+        assert_eq!(cache.get((1, 0)).unwrap()[0], 2);
+    }
+}
