@@ -6,6 +6,7 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
+use onitb::blockio::{IoChoice, format_size, parse_size};
 use onitb::compress::{self, ShardSizes};
 use onitb::format::Content;
 use onitb::index::Material;
@@ -13,8 +14,8 @@ use onitb::notation::{self, Colour, Setup};
 use onitb::probe::MoveValue;
 use onitb::rules::{CardSet, MAX_PIECES_PER_SIDE, NoMoveRule, Outcome, Rules};
 use onitb::shard::TableFiles;
-use onitb::solver::{self, Progress};
-use onitb::store::OutputDir;
+use onitb::solver::{self, Progress, SolveConfig};
+use onitb::store::{self, OutputDir, RawShardWriter};
 use onitb::{Stats, Tablebase, Value, verify};
 use serde::Serialize;
 use std::collections::HashSet;
@@ -132,6 +133,21 @@ struct GenerateArgs {
     /// Print no progress lines.
     #[arg(long)]
     quiet: bool,
+    /// Work directory: solved materials and the checkpoint go here, and
+    /// materials that do not fit --mem are streamed from here.
+    #[arg(long, value_name = "DIR")]
+    work: Option<PathBuf>,
+    /// Memory for the table while solving, e.g. 512MiB or 2GiB (needs
+    /// --work); a small fixed overhead comes on top, see DESIGN.md.
+    #[arg(long, value_name = "SIZE")]
+    mem: Option<String>,
+    /// Continue the run recorded in --work (same arguments).
+    #[arg(long)]
+    resume: bool,
+    /// I/O back end for streaming: auto (io_uring if it works, else pread),
+    /// uring or pread.
+    #[arg(long, value_name = "IO", default_value = "auto")]
+    io: String,
 }
 
 #[derive(Args)]
@@ -364,19 +380,71 @@ fn generate(args: GenerateArgs) -> Result<()> {
     };
     let no_move: NoMoveRule = args.no_move.parse().context("--no-move")?;
     let rules = Rules { cards, no_move };
+    let budget_bytes = match &args.mem {
+        Some(text) => Some(parse_size(text).with_context(|| format!("--mem {text:?}"))?),
+        None => None,
+    };
+    if args.work.is_none() {
+        if budget_bytes.is_some() {
+            bail!("--mem needs --work DIR: the part of the table that does not fit goes there");
+        }
+        if args.resume {
+            bail!("--resume needs --work DIR: the directory of the run to continue");
+        }
+    }
+    let io: IoChoice = args.io.parse().map_err(|e: String| anyhow::anyhow!("--io: {e}"))?;
     set_threads(args.threads)?;
     // Fail on a bad output path now, not after the solve.
     let out = OutputDir::prepare(&args.out)?;
     let reporter = Reporter { quiet: args.quiet, start: Instant::now(), depth: AtomicU64::new(0) };
     reporter.line(format_args!("solving {} men ({cards}; no move: {})", args.men, no_move.name()));
-    let table = solver::solve(&rules, max_per_side, &|p| reporter.progress(p)).context("solving failed")?;
+    if let Some(budget) = budget_bytes {
+        reporter.line(format_args!("memory budget {}", format_size(budget)));
+    }
+    let config =
+        SolveConfig { work_dir: args.work.clone(), budget_bytes, resume: args.resume, force_streamed: false, io };
+    let solved =
+        solver::solve_with(&rules, max_per_side, &config, &|p| reporter.progress(p)).context("solving failed")?;
     reporter.line(format_args!("writing {}", out.target().display()));
     let target = out.target().to_path_buf();
-    out.commit(&table)?;
-    let shards = table.materials().len();
+    let mut total = Stats::default();
+    let mut per = Vec::new();
+    for finished in &solved.materials {
+        let material = finished.material();
+        let path = out.path_for(&store::shard_name(material));
+        let mut writer = RawShardWriter::create(&path, &rules, max_per_side, material)?;
+        let mut stats = Stats::default();
+        finished.for_each_chunk(|chunk| {
+            stats = Stats::merge(stats, Stats::of_values(chunk));
+            writer.write_values(chunk).map_err(anyhow::Error::from)
+        })?;
+        writer.finish()?;
+        total = Stats::merge(total, stats);
+        per.push((material, stats));
+    }
+    out.finish()?;
+    let shards = per.len();
     reporter.line(format_args!("saved {shards} shard{} in {}", if shards == 1 { "" } else { "s" }, target.display()));
-    let (total, per) = table.stats();
-    print_stats(table.rules(), table.max_per_side(), total, per, false)
+    if let Some(work) = &args.work {
+        solver::remove_work_files(work, &solved).context("cleaning the work directory")?;
+    }
+    reporter.line(format_args!(
+        "read {}, wrote {} of work files; {} of {} pairs streamed; peak memory {}",
+        format_size(solved.io.bytes_read),
+        format_size(solved.io.bytes_written),
+        solved.streamed_pairs,
+        solved.pairs,
+        peak_memory().map_or("unknown".to_string(), format_size),
+    ));
+    print_stats(&rules, max_per_side, total, per, false)
+}
+
+/// Peak resident memory of this process (VmHWM), where Linux reports it.
+fn peak_memory() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Progress lines on stderr with the elapsed time.

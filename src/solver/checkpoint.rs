@@ -123,3 +123,11 @@ impl Checkpoint {
         Ok(())
     }
 }
+
+/// Removes the checkpoint of a finished run.
+pub fn remove(dir: &Path) -> io::Result<()> {
+    match fs::remove_file(dir.join(CHECKPOINT_FILE)) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}

@@ -63,7 +63,9 @@ pub enum SolveError {
     #[error("material {0} needs a loss deeper than {MAX_LOSS_PLIES} plies, which the value byte cannot hold")]
     TooDeep(Material),
     #[error(
-        "a memory budget of {budget_bytes} bytes cannot hold one group of the work; the minimum is {minimum_bytes} bytes"
+        "a memory budget of {} cannot hold the largest group of this table with its landing slice; the minimum is {} ({minimum_bytes} bytes)",
+        crate::blockio::format_size(*budget_bytes),
+        crate::blockio::format_size(*minimum_bytes)
     )]
     BudgetTooSmall { budget_bytes: u64, minimum_bytes: u64 },
     #[error(transparent)]
@@ -228,7 +230,7 @@ impl FinishedMaterial {
 
     /// Hands the value bytes, without segment padding and in layout order,
     /// to `sink` one group segment at a time (at most one group in memory).
-    pub fn for_each_chunk(&self, mut sink: impl FnMut(&[u8]) -> Result<(), SolveError>) -> Result<(), SolveError> {
+    pub fn for_each_chunk<E: From<SolveError>>(&self, mut sink: impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
         let mut buffer = None;
         for g in 0..self.index.groups().len() {
             let segment = self.values_layout.segment(g);
@@ -239,10 +241,10 @@ impl FinishedMaterial {
                     let len = (padded.end - padded.start) as usize;
                     let buffer: &mut AlignedBuf = match &mut buffer {
                         Some(b) if AlignedBuf::len(b) >= len => b,
-                        _ => buffer.insert(AlignedBuf::zeroed(len)?),
+                        _ => buffer.insert(AlignedBuf::zeroed(len).map_err(SolveError::from)?),
                     };
                     let bytes = &mut buffer.bytes_mut()[..len];
-                    file.read(padded, bytes)?;
+                    file.read(padded, bytes).map_err(SolveError::from)?;
                     sink(&bytes[..(segment.end - segment.start) as usize])?;
                 }
             }
@@ -254,7 +256,7 @@ impl FinishedMaterial {
         let mut values = Vec::with_capacity(self.index.layouts() as usize * CARD_STATES);
         self.for_each_chunk(|chunk| {
             values.extend_from_slice(chunk);
-            Ok(())
+            Ok::<_, SolveError>(())
         })?;
         Ok(SolvedMaterial { index: self.index, values })
     }
@@ -268,6 +270,8 @@ pub struct Solved {
     pub io: IoTotals,
     /// Pairs solved streamed (the others were resident).
     pub streamed_pairs: usize,
+    /// Pairs (a material and its mirror) solved or resumed.
+    pub pairs: usize,
 }
 
 impl Solved {
@@ -691,28 +695,74 @@ enum CapturedValues<'a> {
     OnDisk(FileId),
 }
 
-/// Memory a streamed pair needs: (window plane bytes, window value bytes,
-/// slice bytes) for the smallest window that holds any one group.
-fn streamed_minimum(works: &[Work], captured: &[Option<&FinishedMaterial>]) -> (u64, u64, u64) {
-    let (mut plane, mut value, mut slice) = (0u64, 0u64, 0u64);
-    for work in works {
-        for g in 0..work.index.groups().len() {
-            plane = plane.max(padded_len(&work.planes, g));
-            value = value.max(padded_len(&work.values, g));
+/// The smallest budget that streams every pair of a table (checked before
+/// solving, so that a run is not refused half-way).
+fn minimum_budget(max_per_side: usize, io_block: u64) -> u64 {
+    let mut minimum = 0;
+    for material in Material::all_up_to(max_per_side) {
+        if material.mover > material.opponent {
+            continue;
         }
-        let slices = MoverSlices::new(&work.index);
-        for range in slices.all() {
-            slice = slice.max(work.planes.span(range.clone()).end - work.planes.span(range.clone()).start);
+        let members =
+            if material.mover == material.opponent { vec![material] } else { vec![material, material.flipped()] };
+        let layouts: Vec<(MaterialIndex, LaneLayout, LaneLayout)> = members
+            .iter()
+            .map(|&m| {
+                let index = MaterialIndex::new(m);
+                let planes = LaneLayout::new(&index, 4);
+                let values = LaneLayout::new(&index, CARD_STATES as u64);
+                (index, planes, values)
+            })
+            .collect();
+        let captured: Vec<(MaterialIndex, LaneLayout)> = members
+            .iter()
+            .filter(|m| m.opponent > 1)
+            .map(|m| {
+                let index = MaterialIndex::new(Material::new(m.opponent as usize - 1, m.mover as usize));
+                let values = LaneLayout::new(&index, CARD_STATES as u64);
+                (index, values)
+            })
+            .collect();
+        let (plane, value, slice) =
+            lane_minimum(layouts.iter().map(|(i, p, v)| (i, p, v)), captured.iter().map(|(i, v)| (i, v)));
+        minimum = minimum.max(5 * plane + value + slice + io_block * IO_BLOCKS as u64);
+    }
+    minimum
+}
+
+/// (largest padded plane segment, largest padded value segment, largest
+/// slice) over the given materials and captured materials.
+fn lane_minimum<'a>(
+    works: impl Iterator<Item = (&'a MaterialIndex, &'a LaneLayout, &'a LaneLayout)>,
+    captured: impl Iterator<Item = (&'a MaterialIndex, &'a LaneLayout)>,
+) -> (u64, u64, u64) {
+    let (mut plane, mut value, mut slice) = (0u64, 0u64, 0u64);
+    for (index, planes, values) in works {
+        for g in 0..index.groups().len() {
+            plane = plane.max(padded_len(planes, g));
+            value = value.max(padded_len(values, g));
+        }
+        for range in MoverSlices::new(index).all() {
+            let span = planes.span(range.clone());
+            slice = slice.max(span.end - span.start);
         }
     }
-    for finished in captured.iter().flatten() {
-        let slices = MoverSlices::new(&finished.index);
-        for range in slices.all() {
-            let span = finished.values_layout.span(range.clone());
+    for (index, values) in captured {
+        for range in MoverSlices::new(index).all() {
+            let span = values.span(range.clone());
             slice = slice.max(span.end - span.start);
         }
     }
     (plane, value, slice)
+}
+
+/// Memory a streamed pair needs: (window plane bytes, window value bytes,
+/// slice bytes) for the smallest window that holds any one group.
+fn streamed_minimum(works: &[Work], captured: &[Option<&FinishedMaterial>]) -> (u64, u64, u64) {
+    lane_minimum(
+        works.iter().map(|w| (&w.index, &w.planes, &w.values)),
+        captured.iter().flatten().map(|c| (&c.index, &c.values_layout)),
+    )
 }
 
 /// A window's buffers as the own lanes of a batch.
@@ -988,6 +1038,13 @@ pub fn solve_with(
         return Err(SolveError::Size(max_per_side));
     }
     let moves = MoveTable::new(rules);
+    let io_block = io_block_bytes(config.budget_bytes);
+    if let (Some(budget), Some(_)) = (config.budget_bytes, &config.work_dir) {
+        let minimum = minimum_budget(max_per_side, io_block);
+        if budget < minimum {
+            return Err(SolveError::BudgetTooSmall { budget_bytes: budget, minimum_bytes: minimum });
+        }
+    }
     let mut checkpoint = match &config.work_dir {
         Some(dir) => Some(checkpoint::Checkpoint::open(dir, rules, max_per_side, config.resume)?),
         None => None,
@@ -995,14 +1052,15 @@ pub fn solve_with(
     let mut solved: BTreeMap<Material, FinishedMaterial> = BTreeMap::new();
     let mut io = IoTotals::default();
     let mut streamed_pairs = 0;
+    let mut pairs = 0;
     let mut disk: Option<DiskIo> = None;
-    let io_block = io_block_bytes(config.budget_bytes);
     for material in Material::all_up_to(max_per_side) {
         if solved.contains_key(&material) || material.mover > material.opponent {
             continue;
         }
         let pair = [material, material.flipped()];
         let members: Vec<Material> = if material.mover == material.opponent { vec![material] } else { pair.to_vec() };
+        pairs += 1;
         if let (Some(dir), Some(cp)) = (&config.work_dir, &checkpoint)
             && members.iter().all(|m| cp.is_finished(*m))
         {
@@ -1138,7 +1196,22 @@ pub fn solve_with(
         }
         progress(Progress::MaterialDone { materials: pair });
     }
-    Ok(Solved { rules: *rules, max_per_side, materials: solved.into_values().collect(), io, streamed_pairs })
+    Ok(Solved { rules: *rules, max_per_side, materials: solved.into_values().collect(), io, streamed_pairs, pairs })
+}
+
+/// Removes what a run left in its work directory (value files and the
+/// checkpoint), once the table is safely written elsewhere; the directory
+/// itself goes too if nothing else is in it.
+pub fn remove_work_files(dir: &Path, solved: &Solved) -> std::io::Result<()> {
+    for finished in &solved.materials {
+        match std::fs::remove_file(lane_path(dir, finished.material(), Lane::Values)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    checkpoint::remove(dir)?;
+    let _ = std::fs::remove_dir(dir);
+    Ok(())
 }
 
 /// A material finished by an earlier run: its values file in the work dir.

@@ -1,0 +1,97 @@
+//! Crash safety of streamed generation: `kill -9` at several moments, then
+//! `--resume`, must give the same table files as an uninterrupted run.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn onitb() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_onitb"))
+}
+
+/// Shard files of a table directory, by name, with their bytes.
+fn shards(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.file_name().to_string_lossy().into_owned(), fs::read(e.path()).unwrap())
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+const ARGS: [&str; 6] = ["generate", "--men", "4", "--mem", "8MiB", "--quiet"];
+
+#[test]
+fn killed_runs_resume_to_a_bit_identical_table() {
+    let root = tempfile::tempdir().unwrap();
+    let reference = root.path().join("reference");
+    let status = onitb()
+        .args(ARGS)
+        .args(["--work".as_ref(), root.path().join("w0").as_os_str(), "--out".as_ref(), reference.as_os_str()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(!root.path().join("w0").exists(), "a finished run cleans its work directory");
+
+    let work = root.path().join("w1");
+    let out = root.path().join("out");
+    let mut killed = 0;
+    // Kill at growing delays; each later run resumes the earlier one's work.
+    for (round, delay_ms) in [30u64, 120, 250, 400, 600].into_iter().enumerate() {
+        let mut command = onitb();
+        command.args(ARGS).args(["--work".as_ref(), work.as_os_str(), "--out".as_ref(), out.as_os_str()]);
+        if round > 0 && work.join("checkpoint.json").exists() {
+            command.arg("--resume");
+        }
+        let mut child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap(); // SIGKILL
+            killed += 1;
+        }
+        child.wait().unwrap();
+        if out.exists() {
+            break;
+        }
+        assert!(!out.exists());
+    }
+    assert!(killed > 0, "at least one run must have been killed");
+    if !out.exists() {
+        let mut command = onitb();
+        command.args(ARGS).args(["--work".as_ref(), work.as_os_str(), "--out".as_ref(), out.as_os_str()]);
+        if work.join("checkpoint.json").exists() {
+            command.arg("--resume");
+        }
+        let result = command.output().unwrap();
+        assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+    }
+    assert_eq!(shards(&reference), shards(&out));
+}
+
+#[test]
+fn resume_refuses_other_arguments_and_fresh_runs_refuse_old_work() {
+    let root = tempfile::tempdir().unwrap();
+    let work = root.path().join("w");
+    fs::create_dir(&work).unwrap();
+    let checkpoint = r#"{"version":1,"run":"4 men, cards Boar,Crab,Elephant,Horse,Ox, no-move loss","finished":[]}"#;
+    fs::write(work.join("checkpoint.json"), checkpoint).unwrap();
+    let run = |extra: &[&str]| {
+        onitb()
+            .args(ARGS)
+            .args(["--work".as_ref(), work.as_os_str(), "--out".as_ref(), root.path().join("o").as_os_str()])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let fresh = run(&[]);
+    assert!(!fresh.status.success());
+    assert!(String::from_utf8_lossy(&fresh.stderr).contains("--resume"));
+    let other = run(&["--resume"]);
+    assert!(!other.status.success());
+    assert!(String::from_utf8_lossy(&other.stderr).contains("not of these arguments"));
+    assert!(!root.path().join("o").exists());
+}
