@@ -6,6 +6,7 @@
 # usage: scripts/bench-generate.sh [MEN] [RUNS] [extra generate args...]
 #   scripts/bench-generate.sh 6 3
 #   scripts/bench-generate.sh 6 3 --threads 1
+#   scripts/bench-generate.sh 6 1 --mem 32MiB      (streamed, work dir on disk)
 set -euo pipefail
 men=${1:-6}
 runs=${2:-3}
@@ -13,12 +14,16 @@ shift $(( $# > 2 ? 2 : $# )) || true
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
 bin=target/release/onitb
-work=$(mktemp -d)
+# Scratch space on the project disk (not a tmpfs: O_DIRECT and real I/O).
+work=$(mktemp -d -p "$PWD/target")
 trap 'rm -rf "$work"' EXIT
 printf 'run\tuser_s\tsys_s\tcpu_s\twall_s\tmax_rss_kib\tfs_in_blocks\tfs_out_blocks\n'
 for run in $(seq 1 "$runs"); do
   rm -rf "$work/table"
-  /usr/bin/time -v "$bin" generate --men "$men" --out "$work/table" --quiet "$@" >"$work/stdout" 2>"$work/time"
+  rm -rf "$work/w"
+  # --work goes inside the scratch directory; it matters only with --mem.
+  /usr/bin/time -v "$bin" generate --men "$men" --out "$work/table" --work "$work/w" --quiet "$@" >"$work/stdout" 2>"$work/time"
+  grep '^summary' "$work/time" >&2 || true
   user=$(awk -F': ' '/User time/ {print $2}' "$work/time")
   sys=$(awk -F': ' '/System time/ {print $2}' "$work/time")
   wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$work/time" | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')

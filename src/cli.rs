@@ -428,14 +428,15 @@ fn generate(args: GenerateArgs) -> Result<()> {
     if let Some(work) = &args.work {
         solver::remove_work_files(work, &solved).context("cleaning the work directory")?;
     }
-    reporter.line(format_args!(
-        "read {}, wrote {} of work files; {} of {} pairs streamed; peak memory {}",
+    // The summary comes even with --quiet: it is the run's result.
+    eprintln!(
+        "summary: read {}, wrote {} of work files; {} of {} pairs streamed; peak memory {}",
         format_size(solved.io.bytes_read),
         format_size(solved.io.bytes_written),
         solved.streamed_pairs,
         solved.pairs,
         peak_memory().map_or("unknown".to_string(), format_size),
-    ));
+    );
     print_stats(&rules, max_per_side, total, per, false)
 }
 

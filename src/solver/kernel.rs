@@ -146,8 +146,11 @@ fn group_mask(cards: u8) -> u32 {
 /// within row r, or a pass.
 pub(super) struct Landing<'a, T> {
     pub index: &'a MaterialIndex,
-    pub groups: [[Option<(&'a Group, &'a [T])>; ROWS]; ROWS],
+    pub groups: [[LandingGroup<'a, T>; ROWS]; ROWS],
 }
+
+/// A landing group and its segment, if the move exists in the index.
+pub(super) type LandingGroup<'a, T> = Option<(&'a Group, &'a [T])>;
 
 impl<'a, T> Landing<'a, T> {
     /// Layout number within its group, and the group's segment, of the
@@ -559,5 +562,58 @@ pub(super) fn successor(layout: &Layout, from: u8, to: u8) -> Layout {
         opponent: rotate(moved),
         mover_master: rotate_square(layout.opponent_master),
         opponent_master: rotate_square(master),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::Material;
+    use crate::rules::CardSet;
+
+    /// `Landing::find` numbers every quiet move's and capture's successor
+    /// as ranking the turned layout does.
+    #[test]
+    fn landing_numbers_agree_with_ranking_the_successor() {
+        let rules = Rules { cards: CardSet::default_set(), no_move: NoMoveRule::Pass };
+        let moves = MoveTable::new(&rules);
+        let index = MaterialIndex::new(Material::new(2, 3));
+        let quiet = MaterialIndex::new(Material::new(3, 2));
+        let captured = MaterialIndex::new(Material::new(2, 2));
+        let mut checked = 0;
+        for group in index.groups().iter().step_by(7) {
+            for capture in [false, true] {
+                let target = if capture { &captured } else { &quiet };
+                let mut groups = [[None; ROWS]; ROWS];
+                for (from_row, row) in groups.iter_mut().enumerate() {
+                    for (to_row, slot) in row.iter_mut().enumerate() {
+                        if group.mover_counts[from_row] == 0 || (capture && group.opponent_counts[to_row] == 0) {
+                            continue;
+                        }
+                        let (m, o) = landing_counts(group, from_row, to_row, capture);
+                        *slot = target.group_by_counts(&m, &o).map(|g| (&target.groups()[g], &[][..]));
+                    }
+                }
+                let landing: Landing<u32> = Landing { index: target, groups };
+                for (_, layout) in index.layouts_of(group) {
+                    if masters_end_game(layout.mover_master, layout.opponent_master) {
+                        continue;
+                    }
+                    moves.for_each_move(&layout, |from, to, _, kind| {
+                        let wanted = if capture { MoveKind::Capture } else { MoveKind::Quiet };
+                        if kind == wanted {
+                            let captured_bit = if capture { 1 << to } else { 0 };
+                            let (number, _) = landing.find(&layout, from, to, captured_bit);
+                            let next = successor(&layout, from, to);
+                            let group = target.group_of(next.mover, next.opponent);
+                            assert_eq!(number as u64 + group.first_layout, target.rank(&next));
+                            checked += 1;
+                        }
+                        true
+                    });
+                }
+            }
+        }
+        assert!(checked > 10_000, "checked {checked}");
     }
 }

@@ -129,7 +129,7 @@ impl SegmentMap for Span<'_> {
 
 /// Splits `data` into disjoint mutable slices at `ranges`, which must be
 /// sorted and non-overlapping.
-pub fn carve_mut<'a, T>(mut data: &'a mut [T], ranges: impl IntoIterator<Item = Range<usize>>) -> Vec<&'a mut [T]> {
+pub fn carve_mut<T>(mut data: &mut [T], ranges: impl IntoIterator<Item = Range<usize>>) -> Vec<&mut [T]> {
     let mut out = Vec::new();
     let mut at = 0;
     for range in ranges {
@@ -186,7 +186,7 @@ mod tests {
                 assert_eq!(segment.end - segment.start, group.layouts * lane.bytes_per_layout());
                 end = segment.end;
             }
-            assert!(layout.total_bytes() >= end && layout.total_bytes() % SEGMENT_ALIGN_BYTES == 0);
+            assert!(layout.total_bytes() >= end && layout.total_bytes().is_multiple_of(SEGMENT_ALIGN_BYTES));
         }
     }
 
