@@ -17,8 +17,10 @@ fn main() {
             Progress::MaterialStarted { materials, layouts, .. } => {
                 println!("{} {}: {layouts} layouts", materials[0], materials[1])
             }
-            Progress::Step { depth_plies, decided } => {
-                println!("  depth {depth_plies:3} {ms:9.1} ms decided {decided}")
+            Progress::Step { depth_plies, decided, groups_visited, groups, .. } => {
+                println!(
+                    "  depth {depth_plies:3} {ms:9.1} ms decided {decided} visited {groups_visited}/{groups} groups"
+                )
             }
             Progress::MaterialDone { .. } => println!("  done {ms:9.1} ms"),
             Progress::MaterialResumed { .. } | Progress::IoBackend { .. } => {}

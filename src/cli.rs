@@ -14,13 +14,14 @@ use onitb::notation::{self, Colour, Setup};
 use onitb::probe::MoveValue;
 use onitb::rules::{CardSet, MAX_PIECES_PER_SIDE, NoMoveRule, Outcome, Rules};
 use onitb::shard::TableFiles;
-use onitb::solver::{self, Progress, SolveConfig};
+use onitb::solver::{self, IoTotals, Progress, SolveConfig};
 use onitb::store::{self, OutputDir, RawShardWriter};
 use onitb::{Stats, Tablebase, Value, verify};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -396,7 +397,12 @@ fn generate(args: GenerateArgs) -> Result<()> {
     set_threads(args.threads)?;
     // Fail on a bad output path now, not after the solve.
     let out = OutputDir::prepare(&args.out)?;
-    let reporter = Reporter { quiet: args.quiet, start: Instant::now(), depth: AtomicU64::new(0) };
+    let reporter = Reporter {
+        quiet: args.quiet,
+        start: Instant::now(),
+        depth: AtomicU64::new(0),
+        last_io: Mutex::new((Instant::now(), IoTotals::default())),
+    };
     reporter.line(format_args!("solving {} men ({cards}; no move: {})", args.men, no_move.name()));
     if let Some(budget) = budget_bytes {
         reporter.line(format_args!("memory budget {}", format_size(budget)));
@@ -454,6 +460,8 @@ struct Reporter {
     start: Instant,
     /// Depth of the last step, for the closing line of a material.
     depth: AtomicU64,
+    /// When the last step line was printed, and the I/O totals then.
+    last_io: Mutex<(Instant, IoTotals)>,
 }
 
 impl Reporter {
@@ -479,10 +487,30 @@ impl Reporter {
             Progress::MaterialResumed { materials } => {
                 self.line(format_args!("{}: finished by the earlier run (checkpoint)", pair(materials)));
             }
-            Progress::Step { depth_plies, decided } => {
+            Progress::Step { depth_plies, decided, groups_visited, groups, io } => {
                 self.depth.store(depth_plies as u64, Ordering::Relaxed);
+                let mut last = self.last_io.lock().unwrap_or_else(|e| e.into_inner());
+                if depth_plies == 1 {
+                    *last = (Instant::now(), IoTotals::default());
+                }
                 if depth_plies % PROGRESS_EVERY_PLIES == 0 {
-                    self.line(format_args!("  depth {depth_plies} plies, {decided} states decided"));
+                    let secs = last.0.elapsed().as_secs_f64().max(1e-3);
+                    let rate = |now: u64, then: u64| (now - then) as f64 / secs / 1e6;
+                    let io_text = if io.bytes_read + io.bytes_written > 0 {
+                        format!(
+                            ", work files: read {} ({:.0} MB/s), written {} ({:.0} MB/s)",
+                            format_size(io.bytes_read),
+                            rate(io.bytes_read, last.1.bytes_read),
+                            format_size(io.bytes_written),
+                            rate(io.bytes_written, last.1.bytes_written)
+                        )
+                    } else {
+                        String::new()
+                    };
+                    self.line(format_args!(
+                        "  depth {depth_plies} plies, {decided} states decided, step visited {groups_visited}/{groups} groups{io_text}"
+                    ));
+                    *last = (Instant::now(), io);
                 }
             }
             Progress::MaterialDone { materials } => {

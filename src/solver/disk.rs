@@ -211,18 +211,30 @@ impl DiskIo {
     /// Reads `range` (block-aligned start, length a multiple of 4096) into
     /// `into`, with as many block requests in flight as there are buffers.
     pub fn read(&mut self, file: FileId, range: Range<u64>, into: &mut [u8]) -> Result<(), DiskError> {
+        self.read_many(&mut [(file, range, into)])
+    }
+
+    /// Reads several ranges (each as for `read`) into their slices, with
+    /// block requests of all of them in flight together: small segments
+    /// cost one disk latency per batch rather than one each.
+    pub fn read_many(&mut self, requests: &mut [(FileId, Range<u64>, &mut [u8])]) -> Result<(), DiskError> {
         let block = self.block_bytes();
-        let len = (range.end - range.start) as usize;
-        debug_assert_eq!(into.len(), len);
-        let chunks = len.div_ceil(block);
+        // (request, byte offset within it) of every block-sized piece.
+        let mut pieces = Vec::new();
+        for (r, (_, range, into)) in requests.iter().enumerate() {
+            let len = (range.end - range.start) as usize;
+            debug_assert_eq!(into.len(), len);
+            pieces.extend((0..len.div_ceil(block)).map(|c| (r, c * block)));
+        }
         let (mut submitted, mut done) = (0usize, 0usize);
-        while done < chunks {
-            while submitted < chunks {
+        while done < pieces.len() {
+            while submitted < pieces.len() {
                 let Some(buf) = self.pool.take() else { break };
-                let at = submitted * block;
-                let bytes = block.min(len - at);
+                let (r, at) = pieces[submitted];
+                let (file, range, into) = &requests[r];
+                let bytes = block.min(into.len() - at);
                 self.io
-                    .submit_read(file, range.start + at as u64, bytes, buf, submitted as u64)
+                    .submit_read(*file, range.start + at as u64, bytes, buf, submitted as u64)
                     .map_err(DiskError::Block)?;
                 submitted += 1;
             }
@@ -230,8 +242,9 @@ impl DiskIo {
             if completion.tag == WRITE_TAG {
                 self.pending_writes -= 1;
             } else {
-                let at = completion.tag as usize * block;
-                let bytes = block.min(len - at);
+                let (r, at) = pieces[completion.tag as usize];
+                let into = &mut requests[r].2;
+                let bytes = block.min(into.len() - at);
                 into[at..at + bytes].copy_from_slice(&completion.buf[..bytes]);
                 done += 1;
             }

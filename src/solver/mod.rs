@@ -82,9 +82,15 @@ pub enum Progress {
         layouts: u64,
         streamed: bool,
     },
+    /// A step of the pair in progress ended: states decided so far, groups
+    /// the step visited (of all of the pair's), work-file I/O of the pair so
+    /// far.
     Step {
         depth_plies: u16,
         decided: u64,
+        groups_visited: u64,
+        groups: u64,
+        io: IoTotals,
     },
     MaterialDone {
         materials: [Material; 2],
@@ -595,32 +601,35 @@ impl Window {
         lanes: &[Lane],
     ) -> Result<(Packed, Packed), SolveError> {
         let (mut plane_entries, mut value_entries) = (Vec::new(), Vec::new());
+        let (mut plane_bytes, mut value_bytes) = (Vec::new(), Vec::new());
         let (mut p_at, mut v_at) = (0usize, 0usize);
         for &g in batch {
             let p_len = padded_len(&work.planes, g) as usize;
             let v_len = padded_len(&work.values, g) as usize;
-            for (i, &lane) in PLANE_LANES.iter().enumerate() {
-                let into = &mut self.planes[i].bytes_mut()[p_at..p_at + p_len];
+            let layouts = work.index.groups()[g].layouts as usize;
+            plane_entries.push((g, p_at / 4..p_at / 4 + layouts));
+            value_entries.push((g, v_at..v_at + layouts * CARD_STATES));
+            plane_bytes.push(p_at..p_at + p_len);
+            value_bytes.push(v_at..v_at + v_len);
+            p_at += p_len;
+            v_at += v_len;
+        }
+        let mut requests = Vec::new();
+        let buffers = self.planes.iter_mut().zip(PLANE_LANES).chain([(&mut self.values, Lane::Values)]);
+        for (buffer, lane) in buffers {
+            let (ranges, layout) =
+                if lane == Lane::Values { (&value_bytes, &work.values) } else { (&plane_bytes, &work.planes) };
+            let segments = carve_mut(buffer.bytes_mut(), ranges.iter().cloned());
+            for (&g, into) in batch.iter().zip(segments) {
                 if lanes.contains(&lane) {
-                    disk.read(work.file(lane), work.planes.span(g..g + 1), into)?;
-                    self.io.bytes_read += p_len as u64;
+                    self.io.bytes_read += into.len() as u64;
+                    requests.push((work.file(lane), layout.span(g..g + 1), into));
                 } else {
                     into.fill(0);
                 }
             }
-            let into = &mut self.values.bytes_mut()[v_at..v_at + v_len];
-            if lanes.contains(&Lane::Values) {
-                disk.read(work.file(Lane::Values), work.values.span(g..g + 1), into)?;
-                self.io.bytes_read += v_len as u64;
-            } else {
-                into.fill(0);
-            }
-            let layouts = work.index.groups()[g].layouts as usize;
-            plane_entries.push((g, p_at / 4..p_at / 4 + layouts));
-            value_entries.push((g, v_at..v_at + layouts * CARD_STATES));
-            p_at += p_len;
-            v_at += v_len;
         }
+        disk.read_many(&mut requests)?;
         Ok((Packed { entries: plane_entries }, Packed { entries: value_entries }))
     }
 
@@ -857,7 +866,7 @@ fn initialize(
 }
 
 /// Runs one step at `depth` on material `i` of the pair; returns the number
-/// of states decided.
+/// of states decided and of groups visited.
 fn step(
     rules: &Rules,
     moves: &MoveTable,
@@ -865,7 +874,7 @@ fn step(
     i: usize,
     depth: u16,
     window: Option<(&mut Window, &mut DiskIo)>,
-) -> Result<u64, SolveError> {
+) -> Result<(u64, u64), SolveError> {
     let (this, other) = pair_views(works, i);
     let mut results: Vec<(Vec<UnitSpec>, Vec<UnitReport>)> = Vec::new();
     match window {
@@ -928,11 +937,12 @@ fn step(
             disk.drain()?;
         }
     }
-    let mut decided = 0;
+    let (mut decided, mut visited) = (0, 0);
     for (units, reports) in results {
         decided += record(this, &units, &reports, true).decided;
+        visited += units.iter().map(|u| u.0).collect::<std::collections::BTreeSet<_>>().len() as u64;
     }
-    Ok(decided)
+    Ok((decided, visited))
 }
 
 /// Undecided states become draws.
@@ -977,20 +987,24 @@ fn solve_pair(
         decided += report.decided;
         pending_plies = pending_plies.max(report.deepest_plies);
     }
-    progress(Progress::Step { depth_plies: 1, decided });
+    let groups: u64 = works.iter().map(|w| w.index.groups().len() as u64).sum();
+    let io_now = |window: &Option<(&mut Window, &mut DiskIo)>| window.as_ref().map_or(IoTotals::default(), |w| w.0.io);
+    progress(Progress::Step { depth_plies: 1, decided, groups_visited: groups, groups, io: io_now(&window) });
     let mut quiet_steps = 0;
     let mut depth: u16 = 1;
     loop {
-        let mut new = 0;
+        let (mut new, mut groups_visited) = (0, 0);
         for i in 0..works.len() {
-            new += step(rules, moves, works, i, depth, reborrow!())?;
+            let (decided, visited) = step(rules, moves, works, i, depth, reborrow!())?;
+            new += decided;
+            groups_visited += visited;
         }
         decided += new;
         for work in works.iter_mut() {
             work.sides.end_step();
             work.changed.end_step();
         }
-        progress(Progress::Step { depth_plies: depth, decided });
+        progress(Progress::Step { depth_plies: depth, decided, groups_visited, groups, io: io_now(&window) });
         quiet_steps = if new == 0 { quiet_steps + 1 } else { 0 };
         if quiet_steps >= 2 && depth >= pending_plies {
             break;
@@ -1013,16 +1027,16 @@ pub fn solve(rules: &Rules, max_per_side: usize, progress: &(dyn Fn(Progress) + 
 
 /// Buffers of the streamed I/O: enough requests in flight to keep a disk
 /// busy (more gave nothing on the disks measured, see BENCHMARKS.md).
-const IO_BLOCKS: usize = 4;
+const IO_BLOCKS: usize = 8;
 /// The largest I/O block: seed 002's 4 MiB, big enough for full disk speed.
 pub const IO_BLOCK_BYTES_MAX: u64 = 4 << 20;
 /// The smallest I/O block, for small budgets.
 const IO_BLOCK_BYTES_MIN: u64 = 64 << 10;
 
-/// I/O block size for a budget: a sixteenth of it, within the limits, so
-/// the I/O buffers take at most a quarter of the budget.
+/// I/O block size for a budget: a 32nd of it, within the limits, so the
+/// I/O buffers take at most a quarter of the budget.
 fn io_block_bytes(budget_bytes: Option<u64>) -> u64 {
-    let wanted = budget_bytes.map_or(IO_BLOCK_BYTES_MAX, |b| b / 16);
+    let wanted = budget_bytes.map_or(IO_BLOCK_BYTES_MAX, |b| b / 32);
     wanted.clamp(IO_BLOCK_BYTES_MIN, IO_BLOCK_BYTES_MAX) / SEGMENT_ALIGN_BYTES * SEGMENT_ALIGN_BYTES
 }
 
