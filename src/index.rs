@@ -393,6 +393,18 @@ impl MaterialIndex {
     /// new mover). `group` must be the turned layout's group.
     #[inline]
     pub fn rank_turned(&self, group: &Group, mover: u32, opponent: u32, mover_master: u8, opponent_master: u8) -> u64 {
+        let index = group.first_layout
+            + self.turned_boards_part(group, mover, opponent)
+            + self.turned_masters_part(mover, opponent, mover_master, opponent_master);
+        debug_assert!(index < group.first_layout + group.layouts);
+        index
+    }
+
+    /// The part of [`MaterialIndex::rank_turned`], counted from the group's
+    /// first layout, that depends on the boards only: the same for every
+    /// choice of masters.
+    #[inline]
+    pub fn turned_boards_part(&self, group: &Group, mover: u32, opponent: u32) -> u64 {
         debug_assert_eq!(opponent.count_ones(), self.material.mover as u32);
         debug_assert_eq!(mover.count_ones(), self.material.opponent as u32);
         let mut placement = 0u64;
@@ -401,15 +413,17 @@ impl MaterialIndex {
             let o = ((opponent >> (5 * row)) & 31) as usize;
             placement += TURNED_ROW_DIGIT[(m << 5) | o] as u64 * group.row_weights[ROWS - 1 - row];
         }
-        // Turning reverses square order: a master's ordinal counts the
-        // pieces above it.
+        placement * self.material.mover as u64 * self.material.opponent as u64
+    }
+
+    /// The rest of [`MaterialIndex::rank_turned`]: the masters' ordinals.
+    /// Turning reverses square order: a master's ordinal counts the pieces
+    /// above it.
+    #[inline]
+    pub fn turned_masters_part(&self, mover: u32, opponent: u32, mover_master: u8, opponent_master: u8) -> u64 {
         let new_mover_master = (opponent >> opponent_master >> 1).count_ones() as u64;
         let new_opp_master = (mover >> mover_master >> 1).count_ones() as u64;
-        let index = group.first_layout
-            + (placement * self.material.mover as u64 + new_mover_master) * self.material.opponent as u64
-            + new_opp_master;
-        debug_assert!(index < group.first_layout + group.layouts);
-        index
+        new_mover_master * self.material.opponent as u64 + new_opp_master
     }
 
     /// Layout number of a well-formed layout of this material.
