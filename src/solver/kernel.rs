@@ -289,24 +289,69 @@ fn next_event(values: &[u8], pending: u32, depth: u16) -> u16 {
 /// smaller material): values bytes of undecided states become the best
 /// capture value. Only captures landing in rows of `rows` (a bit set) are
 /// looked at, so the captured material can be streamed a slice at a time.
+/// Like the steps, it lists a placement's captures once and adds only the
+/// masters' ordinals per layout.
 pub(super) fn fold_captures(moves: &MoveTable, unit: Unit, captured: &Landing<u8>, rows: u8, values: &mut [u8]) {
-    for_each_layout(unit.group, unit.p, unit.q, unit.start, unit.end, |n, layout| {
-        if masters_end_game(layout.mover_master, layout.opponent_master) {
+    let target_q = captured.index.material.opponent as usize;
+    let per_placement = unit.p * unit.q;
+    // (board move, the opponent's board after the capture, the cards).
+    let empty = BoardMove { from: 0, to: 0, successor_states: 0, moved: 0, base: 0, segment: &[][..] };
+    let mut list = [(empty, 0u32, 0u8); MAX_BOARD_MOVES];
+    for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
+        let mut count = 0;
+        let mut pieces = mover;
+        while pieces != 0 {
+            let from = pieces.trailing_zeros() as u8;
+            pieces &= pieces - 1;
+            let n = moves.target_counts[from as usize] as usize;
+            for target in &moves.targets[from as usize][..n] {
+                let to_bit = 1u32 << target.to;
+                if opponent & to_bit == 0 || rows & (1 << (target.to / 5)) == 0 {
+                    continue;
+                }
+                let (group, segment) = captured.groups[(from / 5) as usize][(target.to / 5) as usize]
+                    .expect("a capture stays in the index");
+                let moved = mover ^ (1 << from) ^ to_bit;
+                let left = opponent & !to_bit;
+                let base = captured.index.turned_boards_part(group, moved, left) as usize;
+                let m = BoardMove { from, to: target.to, successor_states: 0, moved, base, segment };
+                list[count] = (m, left, target.cards);
+                count += 1;
+            }
+        }
+        if count == 0 {
             return;
         }
-        let values = &mut values[n * CARD_STATES..(n + 1) * CARD_STATES];
-        moves.for_each_move(layout, |from, to, target, kind| {
-            if kind == MoveKind::Capture && rows & (1 << (to / 5)) != 0 {
-                let (number, segment) = captured.find(layout, from, to, 1 << to);
-                let base = number * CARD_STATES;
-                for_each_held_card_state(moves, target.cards, |k, slot| {
-                    let after = moves.after[k][slot] as usize;
-                    let mine = value::negate(segment[base + after]);
-                    values[k] = values[k].max(mine);
-                });
+        let mut mover_rest = mover;
+        let mut n = i * per_placement;
+        for _ in 0..unit.p {
+            let mover_master = mover_rest.trailing_zeros() as u8;
+            mover_rest &= mover_rest - 1;
+            let mut opp_rest = opponent;
+            for _ in 0..unit.q {
+                let opponent_master = opp_rest.trailing_zeros() as u8;
+                opp_rest &= opp_rest - 1;
+                let this = n;
+                n += 1;
+                if masters_end_game(mover_master, opponent_master) {
+                    continue;
+                }
+                let values = &mut values[this * CARD_STATES..(this + 1) * CARD_STATES];
+                for (m, left, cards) in &list[..count] {
+                    // Taking the master, or reaching the temple, wins.
+                    if m.to == opponent_master || (m.from == mover_master && m.to == MOVER_TARGET) {
+                        continue;
+                    }
+                    let turned_opponent = (left >> opponent_master >> 1).count_ones() as usize * target_q;
+                    let base = board_successor(m, mover_master, turned_opponent) * CARD_STATES;
+                    for_each_held_card_state(moves, *cards, |k, slot| {
+                        let after = moves.after[k][slot] as usize;
+                        let mine = value::negate(m.segment[base + after]);
+                        values[k] = values[k].max(mine);
+                    });
+                }
             }
-            true
-        });
+        }
     });
 }
 
