@@ -21,8 +21,10 @@ printf 'run\tuser_s\tsys_s\tcpu_s\twall_s\tmax_rss_kib\tfs_in_blocks\tfs_out_blo
 for run in $(seq 1 "$runs"); do
   rm -rf "$work/table"
   rm -rf "$work/w"
-  # --work goes inside the scratch directory; it matters only with --mem.
-  /usr/bin/time -v "$bin" generate --men "$men" --out "$work/table" --work "$work/w" --quiet "$@" >"$work/stdout" 2>"$work/time"
+  # With --mem, the work directory goes inside the scratch directory.
+  work_args=()
+  if [[ " $* " == *" --mem "* ]]; then work_args=(--work "$work/w"); fi
+  /usr/bin/time -v "$bin" generate --men "$men" --out "$work/table" "${work_args[@]}" --quiet "$@" >"$work/stdout" 2>"$work/time"
   grep '^summary' "$work/time" >&2 || true
   user=$(awk -F': ' '/User time/ {print $2}' "$work/time")
   sys=$(awk -F': ' '/System time/ {print $2}' "$work/time")
