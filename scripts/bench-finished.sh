@@ -27,8 +27,10 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 wall_s() { awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$1" | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }'; }
 cpu_s() { awk -F': ' '/User time/ {u=$2} /System time/ {s=$2} END {print u + s}' "$1"; }
 rss_kib() { awk -F': ' '/Maximum resident/ {print $2}' "$1"; }
+# Bytes of the shard files of a directory (the directory entry not counted).
+dir_bytes() { find "$1" -type f -printf '%s\n' | awk '{s += $1} END {print s}'; }
 
-raw_bytes=$(du -b --apparent-size -s "$table" | cut -f1)
+raw_bytes=$(dir_bytes "$table")
 echo "table $table: $raw_bytes bytes raw; zstd level $level; $runs runs"
 
 for kind in values wdl; do
@@ -40,7 +42,7 @@ for kind in values wdl; do
     rm -rf "$work/$kind"
     /usr/bin/time -v "$bin" compress "$table" "$work/$kind" --level "$level" $flag --quiet >"$work/out" 2>"$work/time"
     wall=$(wall_s "$work/time")
-    out_bytes=$(du -b --apparent-size -s "$work/$kind" | cut -f1)
+    out_bytes=$(dir_bytes "$work/$kind")
     bits=$(sed -n 's/.* \([0-9.]*\) bits\/state.*/\1/p' "$work/out")
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$run" "$wall" "$(cpu_s "$work/time")" "$(rss_kib "$work/time")" "$out_bytes" "$bits" \
       "$(awk -v b="$raw_bytes" -v t="$wall" 'BEGIN {printf "%.1f", b / 1e6 / t}')" \
@@ -53,14 +55,14 @@ done
 
 printf '\n== verify (checksums)\nrun\traw_wall_s\traw_mb_s\tcompressed_wall_s\tcompressed_mb_s\n'
 : >"$work/rows"
-z_bytes=$(du -b --apparent-size -s "$work/values" | cut -f1)
+z_bytes=$(dir_bytes "$work/values")
 for run in $(seq 1 "$runs"); do
   /usr/bin/time -v "$bin" verify "$table" >/dev/null 2>"$work/time"
   raw_wall=$(wall_s "$work/time")
   /usr/bin/time -v "$bin" verify "$work/values" >/dev/null 2>"$work/time"
   z_wall=$(wall_s "$work/time")
-  printf '%s\t%s\t%s\t%s\t%s\n' "$run" "$raw_wall" "$(awk -v b="$raw_bytes" -v t="$raw_wall" 'BEGIN {printf "%.0f", b / 1e6 / t}')" \
-    "$z_wall" "$(awk -v b="$z_bytes" -v t="$z_wall" 'BEGIN {printf "%.0f", b / 1e6 / t}')" | tee -a "$work/rows"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$run" "$raw_wall" "$(awk -v b="$raw_bytes" -v t="$raw_wall" 'BEGIN {if (t > 0) printf "%.0f", b / 1e6 / t; else print "n/a"}')" \
+    "$z_wall" "$(awk -v b="$z_bytes" -v t="$z_wall" 'BEGIN {if (t > 0) printf "%.0f", b / 1e6 / t; else print "n/a"}')" | tee -a "$work/rows"
 done
 printf 'median'
 for col in 2 3 4 5; do printf '\t%s' "$(cut -f$col "$work/rows" | median)"; done
@@ -69,18 +71,18 @@ printf '\n'
 for kind in raw compressed; do
   dir=$table
   [ "$kind" = compressed ] && dir=$work/values
-  printf '\n== probe latency (%s, %s random positions)\nrun\topen_ms\tcold_median_us\tcold_p99_us\twarm_median_us\twarm_p99_us\tread_all_blocks_mb_s\n' "$kind" "$probes"
+  printf '\n== probe latency (%s, %s random positions)\nrun\topen_ms\tcold_median_us\tcold_p99_us\tcold_read_median_us\tcold_read_p99_us\twarm_median_us\twarm_p99_us\tread_all_blocks_mb_s\n' "$kind" "$probes"
   : >"$work/rows"
   for run in $(seq 1 "$runs"); do
     "$probe" "$dir" "$probes" >"$work/out"
     printf '%s' "$run" >>"$work/rows"
-    for key in open_ms cold_median_us cold_p99_us warm_median_us warm_p99_us read_all_blocks_mb_per_s; do
+    for key in open_ms cold_median_us cold_p99_us cold_read_median_us cold_read_p99_us warm_median_us warm_p99_us read_all_blocks_mb_per_s; do
       printf '\t%s' "$(awk -v k="$key" '$1 == k {print $2}' "$work/out")" >>"$work/rows"
     done
     printf '\n' >>"$work/rows"
     tail -n 1 "$work/rows"
   done
   printf 'median'
-  for col in 2 3 4 5 6 7; do printf '\t%s' "$(cut -f$col "$work/rows" | median)"; done
+  for col in 2 3 4 5 6 7 8 9; do printf '\t%s' "$(cut -f$col "$work/rows" | median)"; done
   printf '\n'
 done
