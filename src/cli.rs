@@ -277,7 +277,9 @@ fn open_position(dir: &Path, words: &[String]) -> Result<(Tablebase, Setup)> {
 fn value_text(value: Value) -> String {
     match value {
         Value::Draw => "draw".to_string(),
-        Value::Win(p) | Value::Loss(p) => format!("{} in {p} plies", value.wdl_name()),
+        Value::Win(p) | Value::Loss(p) => {
+            format!("{} in {p} {}", value.wdl_name(), if p == 1 { "ply" } else { "plies" })
+        }
     }
 }
 

@@ -42,7 +42,7 @@ const STORED: u8 = 1;
 /// What this writer stores in place of a recomputable byte.
 pub const FILLER: u8 = WIN_IN_1;
 /// Blocks compressed at once per worker thread.
-const BLOCKS_PER_THREAD: usize = 2;
+const BLOCKS_PER_THREAD: usize = 8;
 /// zstd level `onitb compress` uses unless told otherwise.
 pub const DEFAULT_LEVEL: i32 = 19;
 

@@ -412,6 +412,36 @@ mod tests {
     }
 
     #[test]
+    fn the_streaming_writer_gives_the_same_shard_in_any_chunks() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rules = Rules::default();
+        let material = Material::new(2, 2);
+        let index = MaterialIndex::new(material);
+        let values: Vec<u8> = (0..index.layouts() * CARD_STATES as u64).map(|i| (i * 13 % 255) as u8 + 1).collect();
+        let expected = crate::format::encode(&rules, 2, &SolvedMaterial { index, values: values.clone() }).unwrap();
+        let block = BLOCK_BYTES as usize;
+        for (case, cuts) in [vec![], vec![1, 7, block - 8, block, block + 1, 2 * block + 5]].into_iter().enumerate() {
+            let path = tmp.path().join(format!("{case}.onitb"));
+            let mut writer = RawShardWriter::create(&path, &rules, 2, material).unwrap();
+            let mut from = 0;
+            for &cut in cuts.iter().chain([&values.len()]) {
+                writer.write_values(&values[from..cut]).unwrap();
+                from = cut;
+            }
+            writer.finish().unwrap();
+            assert!(fs::read(&path).unwrap() == expected, "chunks {cuts:?}");
+        }
+        // Too many or too few bytes are refused.
+        let mut writer = RawShardWriter::create(&tmp.path().join("long.onitb"), &rules, 2, material).unwrap();
+        writer.write_values(&values).unwrap();
+        assert!(writer.write_values(&[1]).is_err());
+        let mut writer = RawShardWriter::create(&tmp.path().join("short.onitb"), &rules, 2, material).unwrap();
+        writer.write_values(&values[1..]).unwrap();
+        assert!(matches!(writer.finish(), Err(StoreError::Format { cause: FormatError::ValuesLength { .. }, .. })));
+        assert!(RawShardWriter::create(&tmp.path().join("0.onitb"), &rules, 2, material).is_err(), "exists");
+    }
+
+    #[test]
     fn shard_names_parse() {
         assert_eq!(material_of_name("2v1.onitb"), Some(Material::new(2, 1)));
         assert_eq!(material_of_name("0v1.onitb"), None);

@@ -82,9 +82,15 @@ fn verify_dir(dir: &Path, report: &mut Report) {
     if let Some(max) = max_per_side {
         let names: Vec<Option<Material>> =
             paths.iter().map(|p| material_of_name(&p.file_name().unwrap_or_default().to_string_lossy())).collect();
+        let compressed = paths.iter().any(|p| p.extension().is_some_and(|e| e == crate::store::COMPRESSED_EXTENSION));
         for material in Material::all_up_to(max) {
             if !names.contains(&Some(material)) {
-                let path = dir.join(crate::store::shard_name(material));
+                let name = if compressed {
+                    crate::store::compressed_shard_name(material)
+                } else {
+                    crate::store::shard_name(material)
+                };
+                let path = dir.join(name);
                 report.failures.push(StoreError::MissingShard { path, men: 2 * max });
             }
         }
