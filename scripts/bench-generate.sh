@@ -25,7 +25,7 @@ for run in $(seq 1 "$runs"); do
   work_args=()
   if [[ " $* " == *" --mem "* ]]; then work_args=(--work "$work/w"); fi
   /usr/bin/time -v "$bin" generate --men "$men" --out "$work/table" "${work_args[@]}" --quiet "$@" >"$work/stdout" 2>"$work/time"
-  grep '^summary' "$work/time" >&2 || true
+  grep '^summary' "$work/stdout" >&2 || true
   user=$(awk -F': ' '/User time/ {print $2}' "$work/time")
   sys=$(awk -F': ' '/System time/ {print $2}' "$work/time")
   wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$work/time" | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')

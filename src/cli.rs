@@ -436,15 +436,19 @@ fn generate(args: GenerateArgs) -> Result<()> {
     if let Some(work) = &args.work {
         solver::remove_work_files(work, &solved).context("cleaning the work directory")?;
     }
-    // The summary comes even with --quiet: it is the run's result.
-    eprintln!(
-        "summary: read {}, wrote {} of work files; {} of {} pairs streamed; peak memory {}",
-        format_size(solved.io.bytes_read),
-        format_size(solved.io.bytes_written),
-        solved.streamed_pairs,
-        solved.pairs,
-        peak_memory().map_or("unknown".to_string(), format_size),
-    );
+    // The summary is part of the result (stdout), so --quiet keeps it.
+    let peak = peak_memory().map_or("unknown".to_string(), format_size);
+    if args.work.is_some() {
+        println!(
+            "summary: work files read {}, written {}; {} of {} material pairs streamed; peak memory {peak}",
+            format_size(solved.io.bytes_read),
+            format_size(solved.io.bytes_written),
+            solved.streamed_pairs,
+            solved.pairs,
+        );
+    } else {
+        println!("summary: solved in memory; peak memory {peak}");
+    }
     print_stats(&rules, max_per_side, total, per, false)
 }
 
