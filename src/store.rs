@@ -110,7 +110,9 @@ impl OutputDir {
         let (Some(parent), Some(name)) = (target.parent(), target.file_name()) else {
             return Err(StoreError::BadName(dir.to_path_buf()));
         };
-        let partial = parent.join(format!(".{}.partial-{}", name.to_string_lossy(), std::process::id()));
+        let prefix = format!(".{}.partial-", name.to_string_lossy());
+        remove_stale_partials(parent, &prefix);
+        let partial = parent.join(format!("{prefix}{}", std::process::id()));
         fs::create_dir(&partial).map_err(io_error("create a working directory", &partial))?;
         Ok(OutputDir { target, partial, committed: false })
     }
@@ -145,6 +147,21 @@ impl OutputDir {
             sync_dir(parent)?;
         }
         Ok(())
+    }
+}
+
+/// Removes partial directories of this target left by runs that were
+/// killed (their process no longer exists), so that a resumed run does not
+/// leave them behind. Best effort: failures leave them in place.
+fn remove_stale_partials(parent: &Path, prefix: &str) {
+    let Ok(entries) = fs::read_dir(parent) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(prefix)) else { continue };
+        let Ok(pid) = pid.parse::<u32>() else { continue };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_dir_all(entry.path());
+        }
     }
 }
 

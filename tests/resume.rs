@@ -70,6 +70,12 @@ fn killed_runs_resume_to_a_bit_identical_table() {
         assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
     }
     assert_eq!(shards(&reference), shards(&out));
+    let leftovers: Vec<_> = fs::read_dir(root.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("partial"))
+        .collect();
+    assert!(leftovers.is_empty(), "killed runs' partial output is cleaned up: {leftovers:?}");
 }
 
 #[test]
