@@ -905,7 +905,11 @@ fn step(
             let (read, written): (&[Lane], &[Lane]) = if depth % 2 == 1 {
                 (&[Lane::Won, Lane::Lost, Lane::CaptureWin, Lane::Held, Lane::Values], &[Lane::Won, Lane::Values])
             } else {
-                (&Lane::ALL, &[Lane::Lost, Lane::Fresh, Lane::Held, Lane::Values])
+                // A loss step rewrites every layout's `fresh`: no need to read it.
+                (
+                    &[Lane::Won, Lane::Lost, Lane::CaptureWin, Lane::Held, Lane::Values],
+                    &[Lane::Lost, Lane::Fresh, Lane::Held, Lane::Values],
+                )
             };
             let input = StepInput {
                 rules,
