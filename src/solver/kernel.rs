@@ -459,41 +459,73 @@ struct BoardMove<'a, T> {
     segment: &'a [T],
 }
 
-/// The quiet board moves of a placement (captures are left out: they win
-/// or were folded in at initialisation) and the card slots that have any
-/// move at all.
-#[inline(always)]
-fn board_moves<'a, T>(
-    moves: &MoveTable,
-    landing: &Landing<'a, T>,
-    mover: u32,
-    opponent: u32,
-    out: &mut [BoardMove<'a, T>; MAX_BOARD_MOVES],
-) -> (usize, u8) {
-    let (mut n, mut cards_with_moves) = (0usize, 0u8);
-    let mut pieces = mover;
-    while pieces != 0 {
-        let from = pieces.trailing_zeros() as u8;
-        pieces &= pieces - 1;
-        let count = moves.target_counts[from as usize] as usize;
-        for target in &moves.targets[from as usize][..count] {
-            let to_bit = 1u32 << target.to;
-            if mover & to_bit != 0 {
-                continue;
-            }
-            cards_with_moves |= target.cards;
-            if opponent & to_bit != 0 {
-                continue;
-            }
-            let (group, segment) =
-                landing.groups[(from / 5) as usize][(target.to / 5) as usize].expect("a move stays in the index");
-            let moved = mover ^ (1 << from) ^ to_bit;
-            let base = landing.index.turned_boards_part(group, moved, opponent) as usize;
-            out[n] = BoardMove { from, to: target.to, successor_states: target.successor_states, moved, base, segment };
-            n += 1;
-        }
+/// The quiet board moves of the placement last asked for (captures are left
+/// out: they win or were folded in at initialisation), listed once for all
+/// the layouts of the placement, and the card slots with any move at all.
+struct PlacementMoves<'a> {
+    /// (mover, opponent) boards the list is for.
+    boards: Option<(u32, u32)>,
+    count: usize,
+    cards_with_moves: u8,
+    list: [BoardMove<'a, u32>; MAX_BOARD_MOVES],
+}
+
+impl<'a> PlacementMoves<'a> {
+    fn new() -> PlacementMoves<'a> {
+        let empty = BoardMove { from: 0, to: 0, successor_states: 0, moved: 0, base: 0, segment: &[][..] };
+        PlacementMoves { boards: None, count: 0, cards_with_moves: 0, list: [empty; MAX_BOARD_MOVES] }
     }
-    (n, cards_with_moves)
+
+    /// The card slots with any move, and (landing word, successor-state
+    /// bits) of every quiet move of `layout`; wins by reaching the temple
+    /// are left out.
+    #[inline(always)]
+    fn quiet(
+        &mut self,
+        moves: &MoveTable,
+        landing: &Landing<'a, u32>,
+        layout: &Layout,
+    ) -> (u8, impl Iterator<Item = (u32, u32)> + '_) {
+        if self.boards != Some((layout.mover, layout.opponent)) {
+            self.list_moves(moves, landing, layout.mover, layout.opponent);
+        }
+        let master = layout.mover_master;
+        let turned_opponent = (layout.opponent >> layout.opponent_master >> 1).count_ones() as usize
+            * landing.index.material.opponent as usize;
+        let words = self.list[..self.count]
+            .iter()
+            .filter(move |m| !(m.from == master && m.to == MOVER_TARGET))
+            .map(move |m| (m.segment[board_successor(m, master, turned_opponent)], m.successor_states));
+        (self.cards_with_moves, words)
+    }
+
+    fn list_moves(&mut self, moves: &MoveTable, landing: &Landing<'a, u32>, mover: u32, opponent: u32) {
+        let (mut n, mut cards_with_moves) = (0usize, 0u8);
+        let mut pieces = mover;
+        while pieces != 0 {
+            let from = pieces.trailing_zeros() as u8;
+            pieces &= pieces - 1;
+            let count = moves.target_counts[from as usize] as usize;
+            for target in &moves.targets[from as usize][..count] {
+                let to_bit = 1u32 << target.to;
+                if mover & to_bit != 0 {
+                    continue;
+                }
+                cards_with_moves |= target.cards;
+                if opponent & to_bit != 0 {
+                    continue;
+                }
+                let (group, segment) =
+                    landing.groups[(from / 5) as usize][(target.to / 5) as usize].expect("a move stays in the index");
+                let moved = mover ^ (1 << from) ^ to_bit;
+                let base = landing.index.turned_boards_part(group, moved, opponent) as usize;
+                let successor_states = target.successor_states;
+                self.list[n] = BoardMove { from, to: target.to, successor_states, moved, base, segment };
+                n += 1;
+            }
+        }
+        (self.boards, self.count, self.cards_with_moves) = (Some((mover, opponent)), n, cards_with_moves);
+    }
 }
 
 /// Index within its segment of a board move's successor for one layout;
@@ -521,73 +553,47 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, ow
     let (moves, depth) = (input.moves, input.depth_plies);
     let win_byte = Value::Win(depth).to_byte();
     let mut report = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
-    let target_q = landing.index.material.opponent as usize;
-    let per_placement = unit.p * unit.q;
-    let mut board =
-        [BoardMove { from: 0, to: 0, successor_states: 0, moved: 0, base: 0, segment: &[][..] }; MAX_BOARD_MOVES];
-    for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
-        let mut listed: Option<(usize, u8)> = None;
-        let mut mover_rest = mover;
-        let mut n = i * per_placement;
-        for _ in 0..unit.p {
-            let mover_master = mover_rest.trailing_zeros() as u8;
-            mover_rest &= mover_rest - 1;
-            let mut opp_rest = opponent;
-            for _ in 0..unit.q {
-                let opponent_master = opp_rest.trailing_zeros() as u8;
-                opp_rest &= opp_rest - 1;
-                let layout = Layout { mover, opponent, mover_master, opponent_master };
-                let this = n;
-                n += 1;
-                let mut undecided = !(own.won[this] | own.lost[this]) & ALL_CARD_STATES;
-                if undecided == 0 {
-                    continue;
-                }
-                let values = &mut own.values[this * CARD_STATES..(this + 1) * CARD_STATES];
-                let pending_capture = undecided & own.capture_win[this];
-                let look = !input.may_skip || input.target_sides.successors_changed(&layout);
-                let mut wins = 0;
-                if look {
-                    let (count, cards_with_moves) =
-                        *listed.get_or_insert_with(|| board_moves(moves, landing, mover, opponent, &mut board));
-                    let turned_opponent = (opponent >> opponent_master >> 1).count_ones() as usize * target_q;
-                    let mut reach = 0u32;
-                    for m in &board[..count] {
-                        if m.from == mover_master && m.to == MOVER_TARGET {
-                            continue;
-                        }
-                        reach |= m.segment[board_successor(m, mover_master, turned_opponent)] & m.successor_states;
-                    }
-                    let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
-                    wins = moves.cards.any_predecessor(reach, 0x1f) & !no_move;
-                    if no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
-                        let at = layout.mover_master;
-                        let (next, segment) = landing.find(&layout, at, at, 0);
-                        wins |= moves.cards.any_predecessor(segment[next], 0x1f) & no_move;
-                    }
-                }
-                let mut by_capture = pending_capture & !wins;
-                while by_capture != 0 {
-                    let k = by_capture.trailing_zeros() as usize;
-                    by_capture &= by_capture - 1;
-                    if values[k] == win_byte {
-                        wins |= 1 << k;
-                    }
-                }
-                wins &= undecided;
-                if wins != 0 {
-                    own.won[this] |= wins;
-                    report.decided += wins.count_ones() as u64;
-                    set_values(values, wins, win_byte);
-                    input.own_sides.mark_changed(&layout);
-                    undecided &= !wins;
-                }
-                report.undecided += undecided.count_ones() as u64;
-                let pending = undecided & (own.capture_win[this] | own.held[this]);
-                if pending != 0 {
-                    report.next_event_plies = report.next_event_plies.min(next_event(values, pending, depth));
-                }
+    let mut placement_moves = PlacementMoves::new();
+    for_each_layout(unit.group, unit.p, unit.q, unit.start, unit.end, |n, layout| {
+        let mut undecided = !(own.won[n] | own.lost[n]) & ALL_CARD_STATES;
+        if undecided == 0 {
+            return;
+        }
+        let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
+        let pending_capture = undecided & own.capture_win[n];
+        let look = !input.may_skip || input.target_sides.successors_changed(layout);
+        let mut wins = 0;
+        if look {
+            let (cards_with_moves, words) = placement_moves.quiet(moves, landing, layout);
+            let reach = words.fold(0u32, |reach, (word, states)| reach | (word & states));
+            let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
+            wins = moves.cards.any_predecessor(reach, 0x1f) & !no_move;
+            if no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
+                let at = layout.mover_master;
+                let (next, segment) = landing.find(layout, at, at, 0);
+                wins |= moves.cards.any_predecessor(segment[next], 0x1f) & no_move;
             }
+        }
+        let mut by_capture = pending_capture & !wins;
+        while by_capture != 0 {
+            let k = by_capture.trailing_zeros() as usize;
+            by_capture &= by_capture - 1;
+            if values[k] == win_byte {
+                wins |= 1 << k;
+            }
+        }
+        wins &= undecided;
+        if wins != 0 {
+            own.won[n] |= wins;
+            report.decided += wins.count_ones() as u64;
+            set_values(values, wins, win_byte);
+            input.own_sides.mark_changed(layout);
+            undecided &= !wins;
+        }
+        report.undecided += undecided.count_ones() as u64;
+        let pending = undecided & (own.capture_win[n] | own.held[n]);
+        if pending != 0 {
+            report.next_event_plies = report.next_event_plies.min(next_event(values, pending, depth));
         }
     });
     report
@@ -610,92 +616,69 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, o
     let (moves, depth) = (input.moves, input.depth_plies);
     let loss_byte = Value::Loss(depth).to_byte();
     let mut report = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
-    let target_q = landing.index.material.opponent as usize;
-    let per_placement = unit.p * unit.q;
-    let mut board =
-        [BoardMove { from: 0, to: 0, successor_states: 0, moved: 0, base: 0, segment: &[][..] }; MAX_BOARD_MOVES];
-    for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
-        let mut listed: Option<(usize, u8)> = None;
-        let mut mover_rest = mover;
-        let mut n = i * per_placement;
-        for _ in 0..unit.p {
-            let mover_master = mover_rest.trailing_zeros() as u8;
-            mover_rest &= mover_rest - 1;
-            let mut opp_rest = opponent;
-            for _ in 0..unit.q {
-                let opponent_master = opp_rest.trailing_zeros() as u8;
-                opp_rest &= opp_rest - 1;
-                let layout = Layout { mover, opponent, mover_master, opponent_master };
-                let this = n;
-                n += 1;
-                own.fresh[this] = 0;
-                let mut undecided = !(own.won[this] | own.lost[this]) & ALL_CARD_STATES;
-                if undecided == 0 {
-                    continue;
-                }
-                let values = &mut own.values[this * CARD_STATES..(this + 1) * CARD_STATES];
-                // Unchanged successors give the answer of two steps ago:
-                // only losses held back by a capture can be due now.
-                let mut losses = if input.may_skip && !input.target_sides.successors_changed(&layout) {
-                    own.held[this] & undecided
-                } else {
-                    let (count, cards_with_moves) =
-                        *listed.get_or_insert_with(|| board_moves(moves, landing, mover, opponent, &mut board));
-                    let turned_opponent = (opponent >> opponent_master >> 1).count_ones() as usize * target_q;
-                    let mut all_won = ALL_CARD_STATES;
-                    let mut stopped = false;
-                    for m in &board[..count] {
-                        if m.from == mover_master && m.to == MOVER_TARGET {
-                            continue;
-                        }
-                        all_won &= m.segment[board_successor(m, mover_master, turned_opponent)] | !m.successor_states;
-                        // Once no undecided state can have all its moves
-                        // won, the other moves cannot change the answer.
-                        if moves.cards.all_held(all_won) & undecided == 0 {
-                            stopped = true;
-                            break;
-                        }
-                    }
-                    if stopped {
-                        0
-                    } else {
-                        let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
-                        let mut losses = moves.cards.all_held(all_won) & !no_move;
-                        if no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
-                            let at = layout.mover_master;
-                            let (next, segment) = landing.find(&layout, at, at, 0);
-                            losses |= moves.cards.all_held(segment[next]) & no_move;
-                        }
-                        losses & undecided
-                    }
-                };
-                // Captures that lead to later wins (or draws, or wins for
-                // us) hold the loss back.
-                let mut check = losses;
-                let mut held_back = 0;
-                while check != 0 {
-                    let k = check.trailing_zeros() as usize;
-                    check &= check - 1;
-                    if values[k] != NO_VALUE && values[k] > loss_byte {
-                        held_back |= 1 << k;
-                    }
-                }
-                losses &= !held_back;
-                own.held[this] = held_back;
-                if losses != 0 {
-                    own.lost[this] |= losses;
-                    own.fresh[this] = losses;
-                    report.decided += losses.count_ones() as u64;
-                    set_values(values, losses, loss_byte);
-                    input.own_sides.mark_changed(&layout);
-                    undecided &= !losses;
-                }
-                report.undecided += undecided.count_ones() as u64;
-                let pending = undecided & (own.capture_win[this] | held_back);
-                if pending != 0 {
-                    report.next_event_plies = report.next_event_plies.min(next_event(values, pending, depth));
+    let mut placement_moves = PlacementMoves::new();
+    for_each_layout(unit.group, unit.p, unit.q, unit.start, unit.end, |n, layout| {
+        own.fresh[n] = 0;
+        let mut undecided = !(own.won[n] | own.lost[n]) & ALL_CARD_STATES;
+        if undecided == 0 {
+            return;
+        }
+        let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
+        // Unchanged successors give the answer of two steps ago: only
+        // losses held back by a capture can be due now.
+        let mut losses = if input.may_skip && !input.target_sides.successors_changed(layout) {
+            own.held[n] & undecided
+        } else {
+            let (cards_with_moves, words) = placement_moves.quiet(moves, landing, layout);
+            let mut all_won = ALL_CARD_STATES;
+            let mut stopped = false;
+            for (word, states) in words {
+                all_won &= word | !states;
+                // Once no undecided state can have all its moves won, the
+                // other moves cannot change the answer.
+                if moves.cards.all_held(all_won) & undecided == 0 {
+                    stopped = true;
+                    break;
                 }
             }
+            if stopped {
+                0
+            } else {
+                let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
+                let mut losses = moves.cards.all_held(all_won) & !no_move;
+                if no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
+                    let at = layout.mover_master;
+                    let (next, segment) = landing.find(layout, at, at, 0);
+                    losses |= moves.cards.all_held(segment[next]) & no_move;
+                }
+                losses & undecided
+            }
+        };
+        // Captures that lead to later wins (or draws, or wins for us) hold
+        // the loss back.
+        let mut check = losses;
+        let mut held_back = 0;
+        while check != 0 {
+            let k = check.trailing_zeros() as usize;
+            check &= check - 1;
+            if values[k] != NO_VALUE && values[k] > loss_byte {
+                held_back |= 1 << k;
+            }
+        }
+        losses &= !held_back;
+        own.held[n] = held_back;
+        if losses != 0 {
+            own.lost[n] |= losses;
+            own.fresh[n] = losses;
+            report.decided += losses.count_ones() as u64;
+            set_values(values, losses, loss_byte);
+            input.own_sides.mark_changed(layout);
+            undecided &= !losses;
+        }
+        report.undecided += undecided.count_ones() as u64;
+        let pending = undecided & (own.capture_win[n] | held_back);
+        if pending != 0 {
+            report.next_event_plies = report.next_event_plies.min(next_event(values, pending, depth));
         }
     });
     report

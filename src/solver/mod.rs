@@ -161,8 +161,8 @@ struct Work {
 }
 
 impl Work {
-    fn new(material: Material, streamed_in: Option<(&Path, &mut DiskIo)>) -> Result<Work, SolveError> {
-        let index = MaterialIndex::new(material);
+    fn new(index: MaterialIndex, streamed_in: Option<(&Path, &mut DiskIo)>) -> Result<Work, SolveError> {
+        let material = index.material;
         let planes = LaneLayout::new(&index, 4);
         let values = LaneLayout::new(&index, CARD_STATES as u64);
         let storage = match streamed_in {
@@ -1104,12 +1104,12 @@ pub fn solve_with(
             disk = Some(opened);
         }
         let mut works: Vec<Work> = Vec::new();
-        for &m in &members {
+        for index in indexes {
             let place = match (&config.work_dir, disk.as_mut()) {
                 (Some(dir), Some(disk)) if streamed => Some((dir.as_path(), disk)),
                 _ => None,
             };
-            works.push(Work::new(m, place)?);
+            works.push(Work::new(index, place)?);
         }
         let layouts = works.iter().map(|w| w.index.layouts()).sum();
         progress(Progress::MaterialStarted { materials: pair, layouts, streamed });
