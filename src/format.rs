@@ -22,7 +22,7 @@ pub const MAGIC: [u8; 8] = *b"ONITBRAW";
 pub const FORMAT_VERSION: u16 = 1;
 /// Version of the position numbering (`index`) the value bytes follow.
 /// Bump it whenever `MaterialIndex` numbers layouts differently.
-pub const INDEX_SCHEME_VERSION: u16 = 1;
+pub const INDEX_SCHEME_VERSION: u16 = 2;
 /// Bytes of value area covered by one block checksum (the last block may be
 /// shorter).
 pub const BLOCK_BYTES: u32 = 1 << 22;

@@ -10,8 +10,8 @@
 use super::flags::SideFlags;
 use crate::index::{Group, Layout, MaterialIndex};
 use crate::rules::{
-    ALL_CARD_STATES, CARD_STATES, CARDS_PER_GAME, CardState, CardTables, MOVER_TARGET, NoMoveRule, Rules, SQUARES,
-    masters_end_game,
+    ALL_CARD_STATES, CARD_STATES, CARDS_PER_GAME, CardState, CardTables, MAX_PIECES_PER_SIDE, MOVER_TARGET, NoMoveRule,
+    Rules, SQUARES, masters_end_game,
 };
 #[cfg(test)]
 use crate::rules::{rotate, rotate_square};
@@ -373,8 +373,12 @@ pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, own: Init
     for_each_layout(unit.group, unit.p, unit.q, unit.start, unit.end, |n, layout| {
         let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
         if masters_end_game(layout.mover_master, layout.opponent_master) {
+            // Holes read as won and never fresh: quiet moves onto them
+            // (a master reaching the temple) change nothing.
             own.won[n] = ALL_CARD_STATES;
             own.lost[n] = ALL_CARD_STATES;
+            own.fresh[n] = 0;
+            own.capture_win[n] = 0;
             values.fill(NO_VALUE);
             return;
         }
@@ -459,12 +463,53 @@ struct BoardMove<'a, T> {
     segment: &'a [T],
 }
 
-/// The quiet board moves of the placement last asked for (captures are left
-/// out: they win or were folded in at initialisation), listed once for all
-/// the layouts of the placement, and the card slots with any move at all.
+/// Layouts of one placement: p * q of them, numbered `a * q + b` for the
+/// mover's master being its a-th piece and the opponent's its b-th (pieces
+/// in square order), as the index numbers them.
+struct Placement {
+    mover: u32,
+    opponent: u32,
+    /// Squares of the mover's pieces, by ordinal.
+    mover_squares: [u8; MAX_PIECES_PER_SIDE],
+    opponent_squares: [u8; MAX_PIECES_PER_SIDE],
+}
+
+/// Most layouts of one placement: five masters' choices per side.
+const MAX_PLACEMENT_LAYOUTS: usize = MAX_PIECES_PER_SIDE * MAX_PIECES_PER_SIDE;
+
+impl Placement {
+    #[inline(always)]
+    fn new(mover: u32, opponent: u32) -> Placement {
+        let squares = |board: u32| {
+            let mut out = [0u8; MAX_PIECES_PER_SIDE];
+            let mut rest = board;
+            for square in &mut out {
+                if rest == 0 {
+                    break;
+                }
+                *square = rest.trailing_zeros() as u8;
+                rest &= rest - 1;
+            }
+            out
+        };
+        Placement { mover, opponent, mover_squares: squares(mover), opponent_squares: squares(opponent) }
+    }
+
+    #[inline(always)]
+    fn layout(&self, a: usize, b: usize) -> Layout {
+        Layout {
+            mover: self.mover,
+            opponent: self.opponent,
+            mover_master: self.mover_squares[a],
+            opponent_master: self.opponent_squares[b],
+        }
+    }
+}
+
+/// The quiet board moves of one placement (captures are left out: they win
+/// or were folded in at initialisation), and the card slots with any move
+/// at all, listed once for all the layouts of the placement.
 struct PlacementMoves<'a> {
-    /// (mover, opponent) boards the list is for.
-    boards: Option<(u32, u32)>,
     count: usize,
     cards_with_moves: u8,
     list: [BoardMove<'a, u32>; MAX_BOARD_MOVES],
@@ -473,30 +518,7 @@ struct PlacementMoves<'a> {
 impl<'a> PlacementMoves<'a> {
     fn new() -> PlacementMoves<'a> {
         let empty = BoardMove { from: 0, to: 0, successor_states: 0, moved: 0, base: 0, segment: &[][..] };
-        PlacementMoves { boards: None, count: 0, cards_with_moves: 0, list: [empty; MAX_BOARD_MOVES] }
-    }
-
-    /// The card slots with any move, and (landing word, successor-state
-    /// bits) of every quiet move of `layout`; wins by reaching the temple
-    /// are left out.
-    #[inline(always)]
-    fn quiet(
-        &mut self,
-        moves: &MoveTable,
-        landing: &Landing<'a, u32>,
-        layout: &Layout,
-    ) -> (u8, impl Iterator<Item = (u32, u32)> + '_) {
-        if self.boards != Some((layout.mover, layout.opponent)) {
-            self.list_moves(moves, landing, layout.mover, layout.opponent);
-        }
-        let master = layout.mover_master;
-        let turned_opponent = (layout.opponent >> layout.opponent_master >> 1).count_ones() as usize
-            * landing.index.material.opponent as usize;
-        let words = self.list[..self.count]
-            .iter()
-            .filter(move |m| !(m.from == master && m.to == MOVER_TARGET))
-            .map(move |m| (m.segment[board_successor(m, master, turned_opponent)], m.successor_states));
-        (self.cards_with_moves, words)
+        PlacementMoves { count: 0, cards_with_moves: 0, list: [empty; MAX_BOARD_MOVES] }
     }
 
     fn list_moves(&mut self, moves: &MoveTable, landing: &Landing<'a, u32>, mover: u32, opponent: u32) {
@@ -524,7 +546,32 @@ impl<'a> PlacementMoves<'a> {
                 n += 1;
             }
         }
-        (self.boards, self.count, self.cards_with_moves) = (Some((mover, opponent)), n, cards_with_moves);
+        (self.count, self.cards_with_moves) = (n, cards_with_moves);
+    }
+
+    /// Calls `visit(layout, word, successor_states)` for every listed move
+    /// and every layout of the placement (a * q + b, see [`Placement`]),
+    /// with the landing word of that layout's successor.
+    ///
+    /// A move's successors are the p * q layouts of one successor placement:
+    /// layout (a, b) lands on the successor's master choice
+    /// ((q - 1 - b), ordinal of the mover's master after the move, counted
+    /// from the top once turned), so each move reads one contiguous block.
+    /// A master's move onto the temple lands on a game-over hole, which
+    /// reads as won and never fresh: it changes nothing, and those states
+    /// won in one anyway.
+    #[inline(always)]
+    fn for_each_successor(&self, place: &Placement, p: usize, q: usize, mut visit: impl FnMut(usize, u32, u32)) {
+        for m in &self.list[..self.count] {
+            let block = &m.segment[m.base..m.base + p * q];
+            for (a, &square) in place.mover_squares[..p].iter().enumerate() {
+                let master = if square == m.from { m.to } else { square };
+                let column = (m.moved >> master >> 1).count_ones() as usize;
+                for b in 0..q {
+                    visit(a * q + b, block[(q - 1 - b) * p + column], m.successor_states);
+                }
+            }
+        }
     }
 }
 
@@ -553,50 +600,87 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, ow
     let (moves, depth) = (input.moves, input.depth_plies);
     let win_byte = Value::Win(depth).to_byte();
     let mut report = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
+    let (p, q) = (unit.p, unit.q);
     let mut placement_moves = PlacementMoves::new();
-    for_each_layout(unit.group, unit.p, unit.q, unit.start, unit.end, |n, layout| {
-        let mut undecided = !(own.won[n] | own.lost[n]) & ALL_CARD_STATES;
-        if undecided == 0 {
-            return;
+    for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
+        let first = i * p * q;
+        let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
+        let place = Placement::new(mover, opponent);
+        let look = looked_at(input, &place, q);
+        let mut reach = [0u32; MAX_PLACEMENT_LAYOUTS];
+        let mut cards_with_moves = 0;
+        if (0..p * q).any(|j| undecided[j] != 0 && look[j % q]) {
+            placement_moves.list_moves(moves, landing, mover, opponent);
+            cards_with_moves = placement_moves.cards_with_moves;
+            placement_moves.for_each_successor(&place, p, q, |j, word, states| reach[j] |= word & states);
         }
-        let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
-        let pending_capture = undecided & own.capture_win[n];
-        let look = !input.may_skip || input.target_sides.successors_changed(layout);
-        let mut wins = 0;
-        if look {
-            let (cards_with_moves, words) = placement_moves.quiet(moves, landing, layout);
-            let reach = words.fold(0u32, |reach, (word, states)| reach | (word & states));
-            let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
-            wins = moves.cards.any_predecessor(reach, 0x1f) & !no_move;
-            if no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
-                let at = layout.mover_master;
-                let (next, segment) = landing.find(layout, at, at, 0);
-                wins |= moves.cards.any_predecessor(segment[next], 0x1f) & no_move;
+        let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
+        for (j, &undecided) in undecided[..p * q].iter().enumerate() {
+            if undecided == 0 {
+                continue;
             }
-        }
-        let mut by_capture = pending_capture & !wins;
-        while by_capture != 0 {
-            let k = by_capture.trailing_zeros() as usize;
-            by_capture &= by_capture - 1;
-            if values[k] == win_byte {
-                wins |= 1 << k;
+            let (n, layout) = (first + j, place.layout(j / q, j % q));
+            let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
+            let mut wins = 0;
+            if look[j % q] {
+                wins = moves.cards.any_predecessor(reach[j], 0x1f) & !no_move;
+                if no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
+                    let at = layout.mover_master;
+                    let (next, segment) = landing.find(&layout, at, at, 0);
+                    wins |= moves.cards.any_predecessor(segment[next], 0x1f) & no_move;
+                }
             }
-        }
-        wins &= undecided;
-        if wins != 0 {
-            own.won[n] |= wins;
-            report.decided += wins.count_ones() as u64;
-            set_values(values, wins, win_byte);
-            input.own_sides.mark_changed(layout);
-            undecided &= !wins;
-        }
-        report.undecided += undecided.count_ones() as u64;
-        let pending = undecided & (own.capture_win[n] | own.held[n]);
-        if pending != 0 {
-            report.next_event_plies = report.next_event_plies.min(next_event(values, pending, depth));
+            let mut by_capture = undecided & own.capture_win[n] & !wins;
+            while by_capture != 0 {
+                let k = by_capture.trailing_zeros() as usize;
+                by_capture &= by_capture - 1;
+                if values[k] == win_byte {
+                    wins |= 1 << k;
+                }
+            }
+            wins &= undecided;
+            let mut undecided = undecided;
+            if wins != 0 {
+                own.won[n] |= wins;
+                report.decided += wins.count_ones() as u64;
+                set_values(values, wins, win_byte);
+                input.own_sides.mark_changed(&layout);
+                undecided &= !wins;
+            }
+            report.undecided += undecided.count_ones() as u64;
+            let pending = undecided & (own.capture_win[n] | own.held[n]);
+            if pending != 0 {
+                report.next_event_plies = report.next_event_plies.min(next_event(values, pending, depth));
+            }
         }
     });
     report
+}
+
+/// Undecided states of the `count` layouts from `first` on, or `None` if
+/// all are decided.
+#[inline(always)]
+fn undecided_layouts(won: &[u32], lost: &[u32], first: usize, count: usize) -> Option<[u32; MAX_PLACEMENT_LAYOUTS]> {
+    let mut undecided = [0u32; MAX_PLACEMENT_LAYOUTS];
+    let mut any = 0;
+    for (j, (won, lost)) in won[first..first + count].iter().zip(&lost[first..first + count]).enumerate() {
+        undecided[j] = !(won | lost) & ALL_CARD_STATES;
+        any |= undecided[j];
+    }
+    (any != 0).then_some(undecided)
+}
+
+/// Per choice of the opponent's master: must the moves of these layouts be
+/// looked at, or did their successors not change since they were?
+#[inline(always)]
+fn looked_at(input: &StepInput, place: &Placement, q: usize) -> [bool; MAX_PIECES_PER_SIDE] {
+    let mut look = [true; MAX_PIECES_PER_SIDE];
+    if input.may_skip {
+        for (b, look) in look[..q].iter_mut().enumerate() {
+            *look = input.target_sides.successors_changed(&place.layout(0, b));
+        }
+    }
+    look
 }
 
 /// Own lane segments of a unit in a loss step.
@@ -616,69 +700,68 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, o
     let (moves, depth) = (input.moves, input.depth_plies);
     let loss_byte = Value::Loss(depth).to_byte();
     let mut report = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
+    let (p, q) = (unit.p, unit.q);
     let mut placement_moves = PlacementMoves::new();
-    for_each_layout(unit.group, unit.p, unit.q, unit.start, unit.end, |n, layout| {
-        own.fresh[n] = 0;
-        let mut undecided = !(own.won[n] | own.lost[n]) & ALL_CARD_STATES;
-        if undecided == 0 {
-            return;
+    for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
+        let first = i * p * q;
+        own.fresh[first..first + p * q].fill(0);
+        let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
+        let place = Placement::new(mover, opponent);
+        let look = looked_at(input, &place, q);
+        let mut all_won = [ALL_CARD_STATES; MAX_PLACEMENT_LAYOUTS];
+        let mut cards_with_moves = 0;
+        if (0..p * q).any(|j| undecided[j] != 0 && look[j % q]) {
+            placement_moves.list_moves(moves, landing, mover, opponent);
+            cards_with_moves = placement_moves.cards_with_moves;
+            placement_moves.for_each_successor(&place, p, q, |j, word, states| all_won[j] &= word | !states);
         }
-        let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
-        // Unchanged successors give the answer of two steps ago: only
-        // losses held back by a capture can be due now.
-        let mut losses = if input.may_skip && !input.target_sides.successors_changed(layout) {
-            own.held[n] & undecided
-        } else {
-            let (cards_with_moves, words) = placement_moves.quiet(moves, landing, layout);
-            let mut all_won = ALL_CARD_STATES;
-            let mut stopped = false;
-            for (word, states) in words {
-                all_won &= word | !states;
-                // Once no undecided state can have all its moves won, the
-                // other moves cannot change the answer.
-                if moves.cards.all_held(all_won) & undecided == 0 {
-                    stopped = true;
-                    break;
-                }
+        let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
+        for (j, &undecided) in undecided[..p * q].iter().enumerate() {
+            if undecided == 0 {
+                continue;
             }
-            if stopped {
-                0
-            } else {
-                let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
-                let mut losses = moves.cards.all_held(all_won) & !no_move;
+            let (n, layout) = (first + j, place.layout(j / q, j % q));
+            let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
+            // Unchanged successors give the answer of two steps ago: only
+            // losses held back by a capture can be due now.
+            let mut losses = if look[j % q] {
+                let mut losses = moves.cards.all_held(all_won[j]) & !no_move;
                 if no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
                     let at = layout.mover_master;
-                    let (next, segment) = landing.find(layout, at, at, 0);
+                    let (next, segment) = landing.find(&layout, at, at, 0);
                     losses |= moves.cards.all_held(segment[next]) & no_move;
                 }
                 losses & undecided
+            } else {
+                own.held[n] & undecided
+            };
+            // Captures that lead to later wins (or draws, or wins for us) hold
+            // the loss back.
+            let mut check = losses;
+            let mut held_back = 0;
+            while check != 0 {
+                let k = check.trailing_zeros() as usize;
+                check &= check - 1;
+                if values[k] != NO_VALUE && values[k] > loss_byte {
+                    held_back |= 1 << k;
+                }
             }
-        };
-        // Captures that lead to later wins (or draws, or wins for us) hold
-        // the loss back.
-        let mut check = losses;
-        let mut held_back = 0;
-        while check != 0 {
-            let k = check.trailing_zeros() as usize;
-            check &= check - 1;
-            if values[k] != NO_VALUE && values[k] > loss_byte {
-                held_back |= 1 << k;
+            losses &= !held_back;
+            own.held[n] = held_back;
+            let mut undecided = undecided;
+            if losses != 0 {
+                own.lost[n] |= losses;
+                own.fresh[n] = losses;
+                report.decided += losses.count_ones() as u64;
+                set_values(values, losses, loss_byte);
+                input.own_sides.mark_changed(&layout);
+                undecided &= !losses;
             }
-        }
-        losses &= !held_back;
-        own.held[n] = held_back;
-        if losses != 0 {
-            own.lost[n] |= losses;
-            own.fresh[n] = losses;
-            report.decided += losses.count_ones() as u64;
-            set_values(values, losses, loss_byte);
-            input.own_sides.mark_changed(layout);
-            undecided &= !losses;
-        }
-        report.undecided += undecided.count_ones() as u64;
-        let pending = undecided & (own.capture_win[n] | held_back);
-        if pending != 0 {
-            report.next_event_plies = report.next_event_plies.min(next_event(values, pending, depth));
+            report.undecided += undecided.count_ones() as u64;
+            let pending = undecided & (own.capture_win[n] | held_back);
+            if pending != 0 {
+                report.next_event_plies = report.next_event_plies.min(next_event(values, pending, depth));
+            }
         }
     });
     report

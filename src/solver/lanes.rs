@@ -9,6 +9,7 @@
 
 use crate::index::MaterialIndex;
 use crate::rules::CARD_STATES;
+use rayon::prelude::*;
 use std::ops::Range;
 
 /// Every segment starts at a multiple of this many bytes, so that each can
@@ -156,16 +157,25 @@ pub struct ResidentLanes {
 
 impl ResidentLanes {
     pub fn new(planes: &LaneLayout, values: &LaneLayout) -> ResidentLanes {
-        let plane = || vec![0u32; (planes.total_bytes() / 4) as usize];
+        let plane = || zeroed((planes.total_bytes() / 4) as usize);
         ResidentLanes {
             won: plane(),
             lost: plane(),
             fresh: plane(),
             capture_win: plane(),
             held: plane(),
-            values: vec![0u8; values.total_bytes() as usize],
+            values: zeroed(values.total_bytes() as usize),
         }
     }
+}
+
+/// A vector of `len` zeros, written (in parallel) rather than left to the
+/// kernel's lazy zero pages: a page that is read before it is first written
+/// maps the shared zero page, and the copy on the first write then flushes
+/// the TLB of every core (an inter-processor interrupt, slow in a VM). The
+/// kernels read most lane words before writing them.
+fn zeroed<T: Default + Copy + Send + Sync>(len: usize) -> Vec<T> {
+    (0..len).into_par_iter().map(|_| T::default()).collect()
 }
 
 #[cfg(test)]
