@@ -298,14 +298,53 @@ impl Group {
         let (mut mover, mut opponent) = (0u32, 0u32);
         for row in DIGIT_ORDER {
             let radix = self.row_radices[row] as u64;
-            let digit = (placement % radix) as usize;
+            let (m, o) = self.row_patterns(row, (placement % radix) as u8);
             placement /= radix;
-            let packed =
-                ROW_PATTERNS[self.mover_counts[row] as usize][self.opponent_counts[row] as usize][digit] as u32;
-            mover |= (packed & 31) << (5 * row);
-            opponent |= (packed >> 5) << (5 * row);
+            mover |= m << (5 * row);
+            opponent |= o << (5 * row);
         }
         (mover, opponent)
+    }
+}
+
+impl Group {
+    /// The (mover, opponent) boards of placements `start..end`, in order.
+    /// Counts like an odometer: each step changes the lowest digit's row
+    /// and, on a carry, the next ones, instead of decoding every digit.
+    pub(crate) fn placements(&self, start: u64, end: u64) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let mut digits = [0u8; ROWS];
+        let mut rest = start;
+        for row in DIGIT_ORDER {
+            digits[row] = (rest % self.row_radices[row] as u64) as u8;
+            rest /= self.row_radices[row] as u64;
+        }
+        let (mut mover, mut opponent) = self.placement(start.min(end));
+        (start..end).map(move |_| {
+            let current = (mover, opponent);
+            for row in DIGIT_ORDER {
+                let old = self.row_patterns(row, digits[row]);
+                digits[row] += 1;
+                let carry = digits[row] == self.row_radices[row];
+                if carry {
+                    digits[row] = 0;
+                }
+                let new = self.row_patterns(row, digits[row]);
+                mover ^= (old.0 ^ new.0) << (5 * row);
+                opponent ^= (old.1 ^ new.1) << (5 * row);
+                if !carry {
+                    break;
+                }
+            }
+            current
+        })
+    }
+
+    /// (mover, opponent) patterns of one row for a digit.
+    #[inline(always)]
+    fn row_patterns(&self, row: usize, digit: u8) -> (u32, u32) {
+        let packed =
+            ROW_PATTERNS[self.mover_counts[row] as usize][self.opponent_counts[row] as usize][digit as usize] as u32;
+        (packed & 31, packed >> 5)
     }
 }
 
@@ -562,6 +601,19 @@ pub fn layouts_by_formula(material: Material) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Counting placements like an odometer gives what decoding each does.
+    #[test]
+    fn placements_iterate_as_decoded() {
+        let index = MaterialIndex::new(Material::new(3, 2));
+        for group in index.groups().iter().step_by(11) {
+            let placements = group.layouts / 6;
+            for (start, end) in [(0, placements), (placements / 3, placements / 2), (placements, placements)] {
+                let decoded: Vec<_> = (start..end).map(|i| group.placement(i)).collect();
+                assert_eq!(group.placements(start, end).collect::<Vec<_>>(), decoded);
+            }
+        }
+    }
 
     /// DESIGN.md's and FORMAT.md's worked example.
     #[test]

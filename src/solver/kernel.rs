@@ -186,8 +186,7 @@ pub(super) fn landing_counts(group: &Group, from_row: usize, to_row: usize, capt
 #[inline(always)]
 fn for_each_layout(group: &Group, p: usize, q: usize, start: u64, end: u64, mut visit: impl FnMut(usize, &Layout)) {
     let mut number = 0usize;
-    for placement in start..end {
-        let (mover, opponent) = group.placement(placement);
+    for (mover, opponent) in group.placements(start, end) {
         let mut mover_rest = mover;
         for _ in 0..p {
             let mover_master = mover_rest.trailing_zeros() as u8;
@@ -295,7 +294,7 @@ pub(super) fn fold_captures(moves: &MoveTable, unit: Unit, captured: &Landing<u8
     let target_q = captured.index.material.opponent as usize;
     let per_placement = unit.p * unit.q;
     // (board move, the opponent's board after the capture, the cards).
-    let empty = BoardMove { from: 0, to: 0, successor_states: 0, moved: 0, base: 0, segment: &[][..] };
+    let empty = BoardMove { from: 0, to: 0, successor_states: 0, moved: 0, base: 0, segment: &[][..], crossing: false };
     let mut list = [(empty, 0u32, 0u8); MAX_BOARD_MOVES];
     for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
         let mut count = 0;
@@ -314,7 +313,7 @@ pub(super) fn fold_captures(moves: &MoveTable, unit: Unit, captured: &Landing<u8
                 let moved = mover ^ (1 << from) ^ to_bit;
                 let left = opponent & !to_bit;
                 let base = captured.index.turned_boards_part(group, moved, left) as usize;
-                let m = BoardMove { from, to: target.to, successor_states: 0, moved, base, segment };
+                let m = BoardMove { from, to: target.to, successor_states: 0, moved, base, segment, crossing: true };
                 list[count] = (m, left, target.cards);
                 count += 1;
             }
@@ -461,6 +460,9 @@ struct BoardMove<'a, T> {
     /// `turned_boards_part` of the successor, within its group.
     base: usize,
     segment: &'a [T],
+    /// Does the moving piece pass another of the mover's pieces in square
+    /// order (so that masters' ordinals change)?
+    crossing: bool,
 }
 
 /// Layouts of one placement: p * q of them, numbered `a * q + b` for the
@@ -517,7 +519,8 @@ struct PlacementMoves<'a> {
 
 impl<'a> PlacementMoves<'a> {
     fn new() -> PlacementMoves<'a> {
-        let empty = BoardMove { from: 0, to: 0, successor_states: 0, moved: 0, base: 0, segment: &[][..] };
+        let empty =
+            BoardMove { from: 0, to: 0, successor_states: 0, moved: 0, base: 0, segment: &[][..], crossing: false };
         PlacementMoves { count: 0, cards_with_moves: 0, list: [empty; MAX_BOARD_MOVES] }
     }
 
@@ -542,37 +545,62 @@ impl<'a> PlacementMoves<'a> {
                 let moved = mover ^ (1 << from) ^ to_bit;
                 let base = landing.index.turned_boards_part(group, moved, opponent) as usize;
                 let successor_states = target.successor_states;
-                self.list[n] = BoardMove { from, to: target.to, successor_states, moved, base, segment };
+                let crossing = mover & between(from, target.to) != 0;
+                self.list[n] = BoardMove { from, to: target.to, successor_states, moved, base, segment, crossing };
                 n += 1;
             }
         }
         (self.count, self.cards_with_moves) = (n, cards_with_moves);
     }
 
-    /// Calls `visit(layout, word, successor_states)` for every listed move
-    /// and every layout of the placement (a * q + b, see [`Placement`]),
-    /// with the landing word of that layout's successor.
+    /// Calls `visit(slot, word, successor_states)` for every listed move
+    /// and every layout of the placement, with the landing word of that
+    /// layout's successor; layouts are given by their [`successor_slot`].
     ///
     /// A move's successors are the p * q layouts of one successor placement:
     /// layout (a, b) lands on the successor's master choice
     /// ((q - 1 - b), ordinal of the mover's master after the move, counted
     /// from the top once turned), so each move reads one contiguous block.
-    /// A master's move onto the temple lands on a game-over hole, which
-    /// reads as won and never fresh: it changes nothing, and those states
-    /// won in one anyway.
+    /// Unless the moving piece passes another, that ordinal is p - 1 - a
+    /// and slot s reads word s of the block (a loop the compiler
+    /// vectorises). A master's move onto the temple lands on a game-over
+    /// hole, which reads as won and never fresh: it changes nothing, and
+    /// those states won in one anyway.
     #[inline(always)]
     fn for_each_successor(&self, place: &Placement, p: usize, q: usize, mut visit: impl FnMut(usize, u32, u32)) {
         for m in &self.list[..self.count] {
             let block = &m.segment[m.base..m.base + p * q];
+            if !m.crossing {
+                for (slot, &word) in block.iter().enumerate() {
+                    visit(slot, word, m.successor_states);
+                }
+                continue;
+            }
             for (a, &square) in place.mover_squares[..p].iter().enumerate() {
                 let master = if square == m.from { m.to } else { square };
                 let column = (m.moved >> master >> 1).count_ones() as usize;
                 for b in 0..q {
-                    visit(a * q + b, block[(q - 1 - b) * p + column], m.successor_states);
+                    let row = (q - 1 - b) * p;
+                    visit(row + p - 1 - a, block[row + column], m.successor_states);
                 }
             }
         }
     }
+}
+
+/// Where [`PlacementMoves::for_each_successor`] reports layout (a, b) of a
+/// placement: the slot its successors take in their blocks when no piece
+/// passes another.
+#[inline(always)]
+fn successor_slot(p: usize, q: usize, a: usize, b: usize) -> usize {
+    (q - 1 - b) * p + (p - 1 - a)
+}
+
+/// Squares strictly between two squares, in square order.
+#[inline(always)]
+fn between(from: u8, to: u8) -> u32 {
+    let (low, high) = (from.min(to), from.max(to));
+    ((1u32 << high) - 1) & !((2u32 << low) - 1)
 }
 
 /// Index within its segment of a board move's successor for one layout;
@@ -588,8 +616,7 @@ fn board_successor<T>(m: &BoardMove<T>, mover_master: u8, turned_opponent: usize
 /// group, i counting from 0; placement i holds layouts i * p * q onwards.
 #[inline(always)]
 fn for_each_placement(group: &Group, start: u64, end: u64, mut visit: impl FnMut(usize, u32, u32)) {
-    for (i, placement) in (start..end).enumerate() {
-        let (mover, opponent) = group.placement(placement);
+    for (i, (mover, opponent)) in group.placements(start, end).enumerate() {
         visit(i, mover, opponent);
     }
 }
@@ -623,7 +650,8 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, ow
             let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
             let mut wins = 0;
             if look[j % q] {
-                wins = moves.cards.any_predecessor(reach[j], 0x1f) & !no_move;
+                let reach = reach[successor_slot(p, q, j / q, j % q)];
+                wins = moves.cards.any_predecessor(reach, 0x1f) & !no_move;
                 if no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
                     let at = layout.mover_master;
                     let (next, segment) = landing.find(&layout, at, at, 0);
@@ -725,7 +753,8 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, o
             // Unchanged successors give the answer of two steps ago: only
             // losses held back by a capture can be due now.
             let mut losses = if look[j % q] {
-                let mut losses = moves.cards.all_held(all_won[j]) & !no_move;
+                let all_won = all_won[successor_slot(p, q, j / q, j % q)];
+                let mut losses = moves.cards.all_held(all_won) & !no_move;
                 if no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
                     let at = layout.mover_master;
                     let (next, segment) = landing.find(&layout, at, at, 0);
@@ -798,6 +827,14 @@ mod tests {
     use super::*;
     use crate::index::Material;
     use crate::rules::CardSet;
+
+    #[test]
+    fn between_is_the_squares_strictly_inside() {
+        assert_eq!(between(3, 7), 0b111 << 4);
+        assert_eq!(between(7, 3), 0b111 << 4);
+        assert_eq!(between(5, 6), 0);
+        assert_eq!(between(0, 24), ((1 << 24) - 1) & !1);
+    }
 
     /// `Landing::find` numbers every quiet move's and capture's successor
     /// as ranking the turned layout does.
