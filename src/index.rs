@@ -348,6 +348,25 @@ impl Group {
     }
 }
 
+/// The turned row digits of one placement's boards (see
+/// [`MaterialIndex::turned_boards_part_after`]).
+pub struct TurnedRows {
+    digits: [u16; ROWS],
+    opponent: u32,
+}
+
+impl TurnedRows {
+    pub fn new(mover: u32, opponent: u32) -> TurnedRows {
+        let mut digits = [0; ROWS];
+        for (row, digit) in digits.iter_mut().enumerate() {
+            let m = ((mover >> (5 * row)) & 31) as usize;
+            let o = ((opponent >> (5 * row)) & 31) as usize;
+            *digit = TURNED_ROW_DIGIT[(m << 5) | o];
+        }
+        TurnedRows { digits, opponent }
+    }
+}
+
 /// The index of one material.
 pub struct MaterialIndex {
     pub material: Material,
@@ -461,6 +480,33 @@ impl MaterialIndex {
             placement += TURNED_ROW_DIGIT[(m << 5) | o] as u64 * group.row_weights[ROWS - 1 - row];
         }
         placement * self.material.mover as u64 * self.material.opponent as u64
+    }
+
+    /// [`MaterialIndex::turned_boards_part`] for many boards that differ
+    /// from `rows`' boards only by one mover piece moving from `from_row`
+    /// to `to_row`: only those rows' digits are looked up again.
+    #[inline]
+    pub fn turned_boards_part_after(
+        &self,
+        group: &Group,
+        rows: &TurnedRows,
+        moved: u32,
+        from_row: usize,
+        to_row: usize,
+    ) -> u64 {
+        let mut digits = rows.digits;
+        for row in [from_row, to_row] {
+            let m = ((moved >> (5 * row)) & 31) as usize;
+            let o = ((rows.opponent >> (5 * row)) & 31) as usize;
+            digits[row] = TURNED_ROW_DIGIT[(m << 5) | o];
+        }
+        let mut placement = 0u64;
+        for (row, &digit) in digits.iter().enumerate() {
+            placement += digit as u64 * group.row_weights[ROWS - 1 - row];
+        }
+        let index = placement * self.material.mover as u64 * self.material.opponent as u64;
+        debug_assert_eq!(index, self.turned_boards_part(group, moved, rows.opponent));
+        index
     }
 
     /// The rest of [`MaterialIndex::rank_turned`]: the masters' ordinals.

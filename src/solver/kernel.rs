@@ -8,7 +8,7 @@
 //! step, so the result does not depend on the number of threads.
 
 use super::flags::SideFlags;
-use crate::index::{Group, Layout, MaterialIndex};
+use crate::index::{Group, Layout, MaterialIndex, TurnedRows};
 use crate::rules::{
     ALL_CARD_STATES, CARD_STATES, CARDS_PER_GAME, CardState, CardTables, MAX_PIECES_PER_SIDE, MOVER_TARGET, NoMoveRule,
     Rules, SQUARES, masters_end_game,
@@ -526,6 +526,7 @@ impl<'a> PlacementMoves<'a> {
 
     fn list_moves(&mut self, moves: &MoveTable, landing: &Landing<'a, u32>, mover: u32, opponent: u32) {
         let (mut n, mut cards_with_moves) = (0usize, 0u8);
+        let rows = TurnedRows::new(mover, opponent);
         let mut pieces = mover;
         while pieces != 0 {
             let from = pieces.trailing_zeros() as u8;
@@ -540,10 +541,10 @@ impl<'a> PlacementMoves<'a> {
                 if opponent & to_bit != 0 {
                     continue;
                 }
-                let (group, segment) =
-                    landing.groups[(from / 5) as usize][(target.to / 5) as usize].expect("a move stays in the index");
+                let (from_row, to_row) = ((from / 5) as usize, (target.to / 5) as usize);
+                let (group, segment) = landing.groups[from_row][to_row].expect("a move stays in the index");
                 let moved = mover ^ (1 << from) ^ to_bit;
-                let base = landing.index.turned_boards_part(group, moved, opponent) as usize;
+                let base = landing.index.turned_boards_part_after(group, &rows, moved, from_row, to_row) as usize;
                 let successor_states = target.successor_states;
                 let crossing = mover & between(from, target.to) != 0;
                 self.list[n] = BoardMove { from, to: target.to, successor_states, moved, base, segment, crossing };
