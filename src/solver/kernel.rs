@@ -246,11 +246,9 @@ pub(super) struct UnitReport {
     pub decided: u64,
     /// States still undecided.
     pub undecided: u64,
-    /// Deepest capture value seen (initialisation only).
-    pub deepest_plies: u16,
-    /// Earliest depth, beyond the current one, at which a capture makes an
-    /// undecided state due (a capture win, or a loss held back by one).
-    pub next_event_plies: u16,
+    /// Depths at which a capture value can make an undecided state due
+    /// (initialisation only).
+    pub events: EventDepths,
 }
 
 impl UnitReport {
@@ -258,30 +256,40 @@ impl UnitReport {
         UnitReport {
             decided: a.decided + b.decided,
             undecided: a.undecided + b.undecided,
-            deepest_plies: a.deepest_plies.max(b.deepest_plies),
-            next_event_plies: a.next_event_plies.min(b.next_event_plies),
+            events: a.events.union(b.events),
         }
     }
 }
 
-/// No pending capture event.
-pub(super) const NO_EVENT: u16 = u16::MAX;
+/// A set of depths (plies 0..=255): when capture values fall due.
+///
+/// An undecided state whose best capture is a win in p plies wins at
+/// depth p unless a quiet move wins sooner; one whose best capture loses
+/// in p plies can lose no sooner than depth p (its loss is *held* until
+/// then). Capture values never change once folded in, so the depths at
+/// which a group has anything due are known at initialisation; states
+/// decided since only make the set too big, which costs a visit, never a
+/// wrong value.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub(super) struct EventDepths([u64; 4]);
 
-/// Earliest depth beyond `depth` at which an undecided state with a pending
-/// capture value (`capture_win` or `held`) becomes due.
-#[inline]
-fn next_event(values: &[u8], pending: u32, depth: u16) -> u16 {
-    let mut next = NO_EVENT;
-    let mut rest = pending;
-    while rest != 0 {
-        let k = rest.trailing_zeros() as usize;
-        rest &= rest - 1;
-        match Value::from_byte(values[k]) {
-            Some(Value::Win(p)) | Some(Value::Loss(p)) if p > depth => next = next.min(p),
-            _ => {}
-        }
+impl EventDepths {
+    pub fn insert(&mut self, plies: u16) {
+        self.0[(plies / 64) as usize] |= 1 << (plies % 64);
     }
-    next
+
+    pub fn contains(&self, plies: u16) -> bool {
+        plies < 256 && self.0[(plies / 64) as usize] & (1 << (plies % 64)) != 0
+    }
+
+    pub fn union(self, other: EventDepths) -> EventDepths {
+        EventDepths(std::array::from_fn(|i| self.0[i] | other.0[i]))
+    }
+
+    /// The deepest depth in the set, 0 if empty.
+    pub fn deepest(&self) -> u16 {
+        (0..4).rev().find(|&i| self.0[i] != 0).map_or(0, |i| i as u16 * 64 + 63 - self.0[i].leading_zeros() as u16)
+    }
 }
 
 /// Folds in the best value reachable by captures into `captured` (the
@@ -368,7 +376,7 @@ pub(super) struct InitLanes<'a> {
 pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, own: InitLanes) -> UnitReport {
     let win1 = Value::Win(1).to_byte();
     let loss0 = Value::Loss(0).to_byte();
-    let mut report = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
+    let mut report = UnitReport::default();
     for_each_layout(unit.group, unit.p, unit.q, unit.start, unit.end, |n, layout| {
         let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
         if masters_end_game(layout.mover_master, layout.opponent_master) {
@@ -405,9 +413,9 @@ pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, own: Init
                 match v {
                     Value::Win(p) => {
                         capture_win |= bit;
-                        report.deepest_plies = report.deepest_plies.max(p);
+                        report.events.insert(p);
                     }
-                    Value::Loss(p) => report.deepest_plies = report.deepest_plies.max(p),
+                    Value::Loss(p) => report.events.insert(p),
                     Value::Draw => {}
                 }
             }
@@ -416,7 +424,6 @@ pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, own: Init
         let undecided = ALL_CARD_STATES & !(win_now | lost_now);
         report.decided += (win_now | lost_now).count_ones() as u64;
         report.undecided += undecided.count_ones() as u64;
-        report.next_event_plies = report.next_event_plies.min(next_event(values, capture_win & undecided, 0));
     });
     report
 }
@@ -427,7 +434,6 @@ pub(super) struct WinLanes<'a> {
     pub values: &'a mut [u8],
     pub lost: &'a [u32],
     pub capture_win: &'a [u32],
-    pub held: &'a [u32],
 }
 
 /// What a step reads besides its own segments.
@@ -627,7 +633,7 @@ fn for_each_placement(group: &Group, start: u64, end: u64, mut visit: impl FnMut
 pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, own: WinLanes) -> UnitReport {
     let (moves, depth) = (input.moves, input.depth_plies);
     let win_byte = Value::Win(depth).to_byte();
-    let mut report = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
+    let mut report = UnitReport::default();
     let (p, q) = (unit.p, unit.q);
     let mut placement_moves = PlacementMoves::new();
     for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
@@ -677,10 +683,6 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, ow
                 undecided &= !wins;
             }
             report.undecided += undecided.count_ones() as u64;
-            let pending = undecided & (own.capture_win[n] | own.held[n]);
-            if pending != 0 {
-                report.next_event_plies = report.next_event_plies.min(next_event(values, pending, depth));
-            }
         }
     });
     report
@@ -719,7 +721,6 @@ pub(super) struct LossLanes<'a> {
     pub held: &'a mut [u32],
     pub values: &'a mut [u8],
     pub won: &'a [u32],
-    pub capture_win: &'a [u32],
 }
 
 /// Even step: states all of whose moves lead to wins (in fewer than `depth`
@@ -728,7 +729,7 @@ pub(super) struct LossLanes<'a> {
 pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, own: LossLanes) -> UnitReport {
     let (moves, depth) = (input.moves, input.depth_plies);
     let loss_byte = Value::Loss(depth).to_byte();
-    let mut report = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
+    let mut report = UnitReport::default();
     let (p, q) = (unit.p, unit.q);
     let mut placement_moves = PlacementMoves::new();
     for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
@@ -788,10 +789,6 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, o
                 undecided &= !losses;
             }
             report.undecided += undecided.count_ones() as u64;
-            let pending = undecided & (own.capture_win[n] | held_back);
-            if pending != 0 {
-                report.next_event_plies = report.next_event_plies.min(next_event(values, pending, depth));
-            }
         }
     });
     report
@@ -828,6 +825,21 @@ mod tests {
     use super::*;
     use crate::index::Material;
     use crate::rules::CardSet;
+
+    #[test]
+    fn event_depths_are_a_set_of_plies() {
+        let mut events = EventDepths::default();
+        assert_eq!(events.deepest(), 0);
+        for plies in [3, 64, 200, 255] {
+            events.insert(plies);
+        }
+        assert!([3, 64, 200, 255].iter().all(|&p| events.contains(p)));
+        assert!(![0, 2, 63, 65, 254, 256, 300].iter().any(|&p| events.contains(p)));
+        assert_eq!(events.deepest(), 255);
+        let mut other = EventDepths::default();
+        other.insert(7);
+        assert!(events.union(other).contains(7) && events.union(other).contains(200));
+    }
 
     #[test]
     fn between_is_the_squares_strictly_inside() {

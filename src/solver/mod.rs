@@ -43,7 +43,7 @@ use crate::table::{SolvedMaterial, Table};
 use crate::value::MAX_LOSS_PLIES;
 use disk::{AlignedBuf, DiskError, DiskIo, LaneFile, lane_path};
 use flags::{GroupFlags, SideFlags};
-use kernel::{Landing, MoveTable, NO_EVENT, ROWS, StepInput, Unit, UnitReport};
+use kernel::{EventDepths, Landing, MoveTable, ROWS, StepInput, Unit, UnitReport};
 use lanes::{Lane, LaneLayout, ResidentLanes, SEGMENT_ALIGN_BYTES, SegmentMap, Span, carve_mut};
 use rayon::prelude::*;
 use schedule::MoverSlices;
@@ -136,8 +136,8 @@ pub struct IoTotals {
 struct GroupState {
     /// Card states not decided yet.
     undecided: u64,
-    /// Earliest depth at which a capture value makes a state due.
-    next_event_plies: u16,
+    /// Depths at which a capture value makes a state due.
+    events: EventDepths,
 }
 
 /// Where a material's lanes are.
@@ -178,7 +178,7 @@ impl Work {
                 Storage::OnDisk(files)
             }
         };
-        let groups = vec![GroupState { undecided: 0, next_event_plies: NO_EVENT }; index.groups().len()];
+        let groups = vec![GroupState { undecided: 0, events: EventDepths::default() }; index.groups().len()];
         Ok(Work {
             sides: SideFlags::new(material.mover as usize),
             changed: GroupFlags::new(index.groups().len()),
@@ -422,7 +422,7 @@ fn run_step(
     let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, CARD_STATES)));
     if input.depth_plies % 2 == 1 {
         let won = carve_mut(own.won, plane_ranges());
-        let (lost, capture_win, held, fresh) = (&*own.lost, &*own.capture_win, &*own.held, &*own.fresh);
+        let (lost, capture_win, fresh) = (&*own.lost, &*own.capture_win, &*own.fresh);
         let (target, region) = landing_in.unwrap_or((index, ReadRegion { map: plane_map, data: fresh }));
         let slices: Vec<_> = won.into_iter().zip(values).collect();
         units
@@ -432,13 +432,7 @@ fn run_step(
                 let (g, start, end) = u;
                 let group = &index.groups()[g];
                 let r = unit_elements(plane_map, index, u, 1);
-                let own = kernel::WinLanes {
-                    won,
-                    values,
-                    lost: &lost[r.clone()],
-                    capture_win: &capture_win[r.clone()],
-                    held: &held[r],
-                };
+                let own = kernel::WinLanes { won, values, lost: &lost[r.clone()], capture_win: &capture_win[r] };
                 let landing = landing(group, target, &region, false, 0x1f);
                 kernel::win_step(input, Unit { group, p, q, start, end }, &landing, own)
             })
@@ -447,7 +441,7 @@ fn run_step(
         let lost = carve_mut(own.lost, plane_ranges());
         let fresh = carve_mut(own.fresh, plane_ranges());
         let held = carve_mut(own.held, plane_ranges());
-        let (won, capture_win) = (&*own.won, &*own.capture_win);
+        let won = &*own.won;
         let (target, region) = landing_in.unwrap_or((index, ReadRegion { map: plane_map, data: won }));
         let slices: Vec<_> = lost.into_iter().zip(fresh).zip(held).zip(values).collect();
         units
@@ -457,8 +451,7 @@ fn run_step(
                 let (g, start, end) = u;
                 let group = &index.groups()[g];
                 let r = unit_elements(plane_map, index, u, 1);
-                let own =
-                    kernel::LossLanes { lost, fresh, held, values, won: &won[r.clone()], capture_win: &capture_win[r] };
+                let own = kernel::LossLanes { lost, fresh, held, values, won: &won[r] };
                 let landing = landing(group, target, &region, false, 0x1f);
                 kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own)
             })
@@ -484,16 +477,20 @@ fn record_reports(
     reports: &[UnitReport],
     mark: bool,
 ) -> UnitReport {
-    let mut total = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
+    let mut total = UnitReport::default();
     let mut i = 0;
     while i < units.len() {
         let g = units[i].0;
-        let mut merged = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
+        let mut merged = UnitReport::default();
         while i < units.len() && units[i].0 == g {
             merged = UnitReport::merge(merged, reports[i]);
             i += 1;
         }
-        groups[g] = GroupState { undecided: merged.undecided, next_event_plies: merged.next_event_plies };
+        groups[g].undecided = merged.undecided;
+        if !mark {
+            // Initialisation: the only pass that reports capture events.
+            groups[g].events = merged.events;
+        }
         if mark && merged.decided > 0 {
             changed.now[g] = true;
         }
@@ -514,7 +511,7 @@ fn groups_to_visit(this: &Work, target: &Work, depth: u16, among: &[usize]) -> V
             if state.undecided == 0 {
                 return false;
             }
-            if depth <= 2 || state.next_event_plies <= depth {
+            if depth <= 2 || state.events.contains(depth) {
                 return true;
             }
             let group = &this.index.groups()[g];
@@ -829,7 +826,7 @@ fn initialize(
         let reports = run_init(rules, moves, &work.index, &units, own_resident(lanes, &pm, &vm));
         return Ok(record(work, &units, &reports, false));
     };
-    let mut total = UnitReport { next_event_plies: NO_EVENT, ..UnitReport::default() };
+    let mut total = UnitReport::default();
     for (opponent_counts, groups) in schedule::opponent_slices(&work.index) {
         for batch in window.batches(work, &groups) {
             let (pm, vm) = window.load(disk, work, &batch, &[])?;
@@ -902,12 +899,14 @@ fn step(
             let target = other.unwrap_or(this_ref);
             let target_slices = MoverSlices::new(&target.index);
             let landing_lane = if depth % 2 == 1 { Lane::Fresh } else { Lane::Won };
+            // A win step looks at capture wins, a loss step at held losses;
+            // a loss step rewrites every layout's `fresh`, so it need not
+            // read it.
             let (read, written): (&[Lane], &[Lane]) = if depth % 2 == 1 {
-                (&[Lane::Won, Lane::Lost, Lane::CaptureWin, Lane::Held, Lane::Values], &[Lane::Won, Lane::Values])
+                (&[Lane::Won, Lane::Lost, Lane::CaptureWin, Lane::Values], &[Lane::Won, Lane::Values])
             } else {
-                // A loss step rewrites every layout's `fresh`: no need to read it.
                 (
-                    &[Lane::Won, Lane::Lost, Lane::CaptureWin, Lane::Held, Lane::Values],
+                    &[Lane::Won, Lane::Lost, Lane::Held, Lane::Values],
                     &[Lane::Lost, Lane::Fresh, Lane::Held, Lane::Values],
                 )
             };
@@ -989,7 +988,7 @@ fn solve_pair(
     for (work, captured) in works.iter_mut().zip(captured) {
         let report = initialize(rules, moves, work, captured.as_ref(), reborrow!())?;
         decided += report.decided;
-        pending_plies = pending_plies.max(report.deepest_plies);
+        pending_plies = pending_plies.max(report.events.deepest());
     }
     let groups: u64 = works.iter().map(|w| w.index.groups().len() as u64).sum();
     let io_now = |window: &Option<(&mut Window, &mut DiskIo)>| window.as_ref().map_or(IoTotals::default(), |w| w.0.io);
