@@ -249,6 +249,9 @@ pub(super) struct UnitReport {
     /// Depths at which a capture value can make an undecided state due
     /// (initialisation only).
     pub events: EventDepths,
+    /// Did the step change any of the unit's own lane words? (A streamed
+    /// step writes back only groups it changed.)
+    pub modified: bool,
 }
 
 impl UnitReport {
@@ -257,6 +260,7 @@ impl UnitReport {
             decided: a.decided + b.decided,
             undecided: a.undecided + b.undecided,
             events: a.events.union(b.events),
+            modified: a.modified || b.modified,
         }
     }
 }
@@ -677,6 +681,7 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, ow
             let mut undecided = undecided;
             if wins != 0 {
                 own.won[n] |= wins;
+                report.modified = true;
                 report.decided += wins.count_ones() as u64;
                 set_values(values, wins, win_byte);
                 input.own_sides.mark_changed(&layout);
@@ -734,7 +739,11 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, o
     let mut placement_moves = PlacementMoves::new();
     for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
         let first = i * p * q;
-        own.fresh[first..first + p * q].fill(0);
+        let fresh = &mut own.fresh[first..first + p * q];
+        if fresh.iter().any(|&word| word != 0) {
+            fresh.fill(0);
+            report.modified = true;
+        }
         let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
         let place = Placement::new(mover, opponent);
         let look = looked_at(input, &place, q);
@@ -778,9 +787,13 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, o
                 }
             }
             losses &= !held_back;
-            own.held[n] = held_back;
+            if own.held[n] != held_back {
+                own.held[n] = held_back;
+                report.modified = true;
+            }
             let mut undecided = undecided;
             if losses != 0 {
+                report.modified = true;
                 own.lost[n] |= losses;
                 own.fresh[n] = losses;
                 report.decided += losses.count_ones() as u64;

@@ -47,7 +47,7 @@ use kernel::{EventDepths, Landing, MoveTable, ROWS, StepInput, Unit, UnitReport}
 use lanes::{Lane, LaneLayout, ResidentLanes, SEGMENT_ALIGN_BYTES, SegmentMap, Span, carve_mut};
 use rayon::prelude::*;
 use schedule::MoverSlices;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -638,12 +638,13 @@ impl Window {
         plane_map: &Packed,
         value_map: &Packed,
         lanes: &[Lane],
+        changed: impl Fn(usize) -> bool,
     ) -> Result<(), SolveError> {
         for (i, &lane) in PLANE_LANES.iter().enumerate() {
             if !lanes.contains(&lane) {
                 continue;
             }
-            for (g, range) in &plane_map.entries {
+            for (g, range) in plane_map.entries.iter().filter(|(g, _)| changed(*g)) {
                 let len = padded_len(&work.planes, *g) as usize;
                 let from = &self.planes[i].bytes()[range.start * 4..range.start * 4 + len];
                 disk.write(work.file(lane), work.planes.segment(*g).start, from)?;
@@ -651,7 +652,7 @@ impl Window {
             }
         }
         if lanes.contains(&Lane::Values) {
-            for (g, range) in &value_map.entries {
+            for (g, range) in value_map.entries.iter().filter(|(g, _)| changed(*g)) {
                 let len = padded_len(&work.values, *g) as usize;
                 let from = &self.values.bytes()[range.start..range.start + len];
                 disk.write(work.file(Lane::Values), work.values.segment(*g).start, from)?;
@@ -854,6 +855,7 @@ fn initialize(
                 &pm,
                 &vm,
                 &[Lane::Won, Lane::Lost, Lane::Fresh, Lane::CaptureWin, Lane::Values],
+                |_| true,
             )?;
             total = UnitReport::merge(total, record(work, &units, &reports, false));
         }
@@ -933,7 +935,14 @@ fn step(
                     let region = ReadRegion { map: &map, data: &slice.words()[..len / 4] };
                     let own = own_window(planes, values, &pm, &vm);
                     let reports = run_step(&input, &this_ref.index, &units, own, Some((&target.index, region)));
-                    window.store(disk, this_ref, &pm, &vm, written)?;
+                    // Groups the step left as they were need no writing. (A
+                    // loss step does not read `fresh`, so an unwritten group
+                    // keeps the losses of an earlier loss step there, as an
+                    // unvisited group does; see DESIGN.md on why that is
+                    // harmless.)
+                    let changed: BTreeSet<usize> =
+                        units.iter().zip(&reports).filter(|(_, r)| r.modified).map(|(u, _)| u.0).collect();
+                    window.store(disk, this_ref, &pm, &vm, written, |g| changed.contains(&g))?;
                     results.push((units, reports));
                 }
             }
@@ -943,7 +952,7 @@ fn step(
     let (mut decided, mut visited) = (0, 0);
     for (units, reports) in results {
         decided += record(this, &units, &reports, true).decided;
-        visited += units.iter().map(|u| u.0).collect::<std::collections::BTreeSet<_>>().len() as u64;
+        visited += units.iter().map(|u| u.0).collect::<BTreeSet<_>>().len() as u64;
     }
     Ok((decided, visited))
 }
@@ -962,7 +971,7 @@ fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result
             for batch in window.batches(work, &all) {
                 let (pm, vm) = window.load(disk, work, &batch, &[Lane::Won, Lane::Lost, Lane::Values])?;
                 run_finish(&batch, own_window(&mut window.planes, &mut window.values, &pm, &vm));
-                window.store(disk, work, &pm, &vm, &[Lane::Values])?;
+                window.store(disk, work, &pm, &vm, &[Lane::Values], |_| true)?;
             }
             disk.drain()?;
         }
