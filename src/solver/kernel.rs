@@ -564,6 +564,31 @@ impl<'a> PlacementMoves<'a> {
         (self.count, self.cards_with_moves) = (n, cards_with_moves);
     }
 
+    /// If `needed`, lists the placement's moves and folds every successor
+    /// word into one accumulator per layout (by [`successor_slot`]),
+    /// starting from `start`: `fold(acc, word, successor_states)`. Returns
+    /// the accumulators and the card states with no move at all (all of
+    /// them, unlisted, when not `needed`: nothing looks at them then).
+    #[inline(always)]
+    fn fold(
+        &mut self,
+        moves: &MoveTable,
+        landing: &Landing<'a, u32>,
+        place: &Placement,
+        needed: bool,
+        start: u32,
+        fold: impl Fn(u32, u32, u32) -> u32,
+    ) -> ([u32; MAX_PLACEMENT_LAYOUTS], u32) {
+        let mut acc = [start; MAX_PLACEMENT_LAYOUTS];
+        if !needed {
+            return (acc, ALL_CARD_STATES);
+        }
+        let (p, q) = (place.mover.count_ones() as usize, place.opponent.count_ones() as usize);
+        self.list_moves(moves, landing, place.mover, place.opponent);
+        self.for_each_successor(place, p, q, |slot, word, states| acc[slot] = fold(acc[slot], word, states));
+        (acc, ALL_CARD_STATES & !moves.holding_any(self.cards_with_moves))
+    }
+
     /// Calls `visit(slot, word, successor_states)` for every listed move
     /// and every layout of the placement, with the landing word of that
     /// layout's successor; layouts are given by their [`successor_slot`].
@@ -645,14 +670,9 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, ow
         let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
         let place = Placement::new(mover, opponent);
         let look = looked_at(input, &place, q);
-        let mut reach = [0u32; MAX_PLACEMENT_LAYOUTS];
-        let mut cards_with_moves = 0;
-        if (0..p * q).any(|j| undecided[j] != 0 && look[j % q]) {
-            placement_moves.list_moves(moves, landing, mover, opponent);
-            cards_with_moves = placement_moves.cards_with_moves;
-            placement_moves.for_each_successor(&place, p, q, |j, word, states| reach[j] |= word & states);
-        }
-        let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
+        let needed = (0..p * q).any(|j| undecided[j] != 0 && look[j % q]);
+        let (reach, no_move) =
+            placement_moves.fold(moves, landing, &place, needed, 0, |reach, word, states| reach | (word & states));
         for (j, &undecided) in undecided[..p * q].iter().enumerate() {
             if undecided == 0 {
                 continue;
@@ -747,14 +767,11 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, o
         let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
         let place = Placement::new(mover, opponent);
         let look = looked_at(input, &place, q);
-        let mut all_won = [ALL_CARD_STATES; MAX_PLACEMENT_LAYOUTS];
-        let mut cards_with_moves = 0;
-        if (0..p * q).any(|j| undecided[j] != 0 && look[j % q]) {
-            placement_moves.list_moves(moves, landing, mover, opponent);
-            cards_with_moves = placement_moves.cards_with_moves;
-            placement_moves.for_each_successor(&place, p, q, |j, word, states| all_won[j] &= word | !states);
-        }
-        let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
+        let needed = (0..p * q).any(|j| undecided[j] != 0 && look[j % q]);
+        let (all_won, no_move) =
+            placement_moves.fold(moves, landing, &place, needed, ALL_CARD_STATES, |all_won, word, states| {
+                all_won & (word | !states)
+            });
         for (j, &undecided) in undecided[..p * q].iter().enumerate() {
             if undecided == 0 {
                 continue;
