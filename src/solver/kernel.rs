@@ -698,19 +698,24 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, ow
                 }
             }
             wins &= undecided;
-            let mut undecided = undecided;
             if wins != 0 {
                 own.won[n] |= wins;
-                report.modified = true;
-                report.decided += wins.count_ones() as u64;
-                set_values(values, wins, win_byte);
-                input.own_sides.mark_changed(&layout);
-                undecided &= !wins;
+                decide(input, &mut report, &layout, values, wins, win_byte);
             }
-            report.undecided += undecided.count_ones() as u64;
+            report.undecided += (undecided & !wins).count_ones() as u64;
         }
     });
     report
+}
+
+/// The bookkeeping of states a step decides (their planes are the
+/// caller's): value bytes, the layout side's change flag, the report.
+#[inline(always)]
+fn decide(input: &StepInput, report: &mut UnitReport, layout: &Layout, values: &mut [u8], states: u32, byte: u8) {
+    set_values(values, states, byte);
+    input.own_sides.mark_changed(layout);
+    report.decided += states.count_ones() as u64;
+    report.modified = true;
 }
 
 /// Undecided states of the `count` layouts from `first` on, or `None` if
@@ -808,17 +813,12 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, o
                 own.held[n] = held_back;
                 report.modified = true;
             }
-            let mut undecided = undecided;
             if losses != 0 {
-                report.modified = true;
                 own.lost[n] |= losses;
                 own.fresh[n] = losses;
-                report.decided += losses.count_ones() as u64;
-                set_values(values, losses, loss_byte);
-                input.own_sides.mark_changed(&layout);
-                undecided &= !losses;
+                decide(input, &mut report, &layout, values, losses, loss_byte);
             }
-            report.undecided += undecided.count_ones() as u64;
+            report.undecided += (undecided & !losses).count_ones() as u64;
         }
     });
     report
