@@ -149,6 +149,10 @@ struct GenerateArgs {
     /// uring or pread.
     #[arg(long, value_name = "IO", default_value = "auto")]
     io: String,
+    /// Least seconds between checkpoints inside a streamed material (0:
+    /// after every step); `kill -9` loses at most about this much work.
+    #[arg(long, value_name = "SECS", default_value_t = solver::CHECKPOINT_EVERY_DEFAULT.as_secs())]
+    checkpoint_every: u64,
 }
 
 #[derive(Args)]
@@ -409,8 +413,14 @@ fn generate(args: GenerateArgs) -> Result<()> {
     if let Some(budget) = budget_bytes {
         reporter.line(format_args!("memory budget {}", format_size(budget)));
     }
-    let config =
-        SolveConfig { work_dir: args.work.clone(), budget_bytes, resume: args.resume, force_streamed: false, io };
+    let config = SolveConfig {
+        work_dir: args.work.clone(),
+        budget_bytes,
+        resume: args.resume,
+        force_streamed: false,
+        io,
+        checkpoint_every: Duration::from_secs(args.checkpoint_every),
+    };
     let solved =
         solver::solve_with(&rules, max_per_side, &config, &|p| reporter.progress(p)).context("solving failed")?;
     reporter.line(format_args!("writing {}", out.target().display()));
@@ -479,10 +489,15 @@ impl Reporter {
 
     fn progress(&self, progress: Progress) {
         match progress {
-            Progress::MaterialStarted { materials, layouts, streamed } => {
-                self.depth.store(0, Ordering::Relaxed);
+            Progress::MaterialStarted { materials, layouts, streamed, resumed_at_plies } => {
+                self.depth.store(resumed_at_plies.unwrap_or(0) as u64, Ordering::Relaxed);
                 let how = if streamed { "streamed from the work directory" } else { "in memory" };
-                self.line(format_args!("{}: started, {layouts} layouts, {how}", pair(materials)));
+                let resumed = match resumed_at_plies {
+                    Some(0) => ", resumed after initialisation (checkpoint)".to_string(),
+                    Some(plies) => format!(", resumed after depth {plies} (checkpoint)"),
+                    None => String::new(),
+                };
+                self.line(format_args!("{}: started, {layouts} layouts, {how}{resumed}", pair(materials)));
             }
             Progress::IoBackend { backend, fallback } => {
                 self.line(format_args!("streaming with {backend} I/O"));

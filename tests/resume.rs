@@ -78,12 +78,73 @@ fn killed_runs_resume_to_a_bit_identical_table() {
     assert!(leftovers.is_empty(), "killed runs' partial output is cleaned up: {leftovers:?}");
 }
 
+/// The step the checkpoint in `work` got the pair in progress to, if any.
+fn checkpointed_depth(work: &Path) -> Option<u64> {
+    let bytes = fs::read(work.join("checkpoint.json")).ok()?;
+    let record: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    record["pair"]["depth_plies"].as_u64()
+}
+
+#[test]
+fn runs_killed_inside_a_streamed_pair_resume_from_its_last_checkpointed_step() {
+    let root = tempfile::tempdir().unwrap();
+    let run = |work: &Path, out: &Path, resume: bool| {
+        let mut command = onitb();
+        command.args(ARGS).args(["--checkpoint-every", "0"]);
+        command.args(["--work".as_ref(), work.as_os_str(), "--out".as_ref(), out.as_os_str()]);
+        if resume {
+            command.arg("--resume");
+        }
+        command.stdout(Stdio::null()).stderr(Stdio::null());
+        command
+    };
+    let reference = root.path().join("reference");
+    assert!(run(&root.path().join("w0"), &reference, false).status().unwrap().success());
+
+    let (work, out) = (root.path().join("w1"), root.path().join("out"));
+    let mut resumed_at = Vec::new();
+    // Kill each run just after the pair (2v2, streamed at this budget) is
+    // checkpointed past a depth, so it dies inside the next step.
+    for kill_after in [2u64, 15, 30, 45] {
+        if let Some(depth) = checkpointed_depth(&work) {
+            resumed_at.push(depth);
+        }
+        let mut child = run(&work, &out, work.join("checkpoint.json").exists()).spawn().unwrap();
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            if checkpointed_depth(&work).is_some_and(|d| d >= kill_after) {
+                child.kill().unwrap(); // SIGKILL
+                child.wait().unwrap();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(!out.exists(), "the pair needs more than {kill_after} steps");
+    }
+    resumed_at.extend(checkpointed_depth(&work));
+    // A damaged work file is refused, naming it, and leaves the work intact.
+    let plane = work.join("2v2.won.0");
+    let kept = fs::read(&plane).unwrap();
+    fs::write(&plane, &kept[..kept.len() / 2]).unwrap();
+    let damaged = run(&work, &out, true).stderr(Stdio::piped()).output().unwrap();
+    assert!(!damaged.status.success());
+    let message = String::from_utf8_lossy(&damaged.stderr);
+    assert!(message.contains("2v2.won.0") && message.contains("damaged"), "{message}");
+    fs::write(&plane, &kept).unwrap();
+    assert!(run(&work, &out, true).status().unwrap().success());
+    assert_eq!(shards(&reference), shards(&out));
+    assert!(resumed_at.len() >= 3 && resumed_at.iter().all(|&d| d >= 2), "resumed inside the pair: {resumed_at:?}");
+    assert!(!work.exists(), "a finished run cleans its work directory, both slots of every plane included");
+}
+
 #[test]
 fn resume_refuses_other_arguments_and_fresh_runs_refuse_old_work() {
     let root = tempfile::tempdir().unwrap();
     let work = root.path().join("w");
     fs::create_dir(&work).unwrap();
-    let checkpoint = r#"{"version":1,"run":"4 men, cards Boar,Crab,Elephant,Horse,Ox, no-move loss","finished":[]}"#;
+    let checkpoint = r#"{"version":2,"run":"4 men, cards Boar,Crab,Elephant,Horse,Ox, no-move loss","finished":[]}"#;
     fs::write(work.join("checkpoint.json"), checkpoint).unwrap();
     let run = |extra: &[&str]| {
         onitb()

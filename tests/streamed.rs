@@ -6,6 +6,7 @@ use onitb::Table;
 use onitb::blockio::IoChoice;
 use onitb::rules::{CardSet, NoMoveRule, Rules};
 use onitb::solver::{self, SolveConfig, SolveError};
+use std::time::Duration;
 
 fn rules(no_move: NoMoveRule) -> Rules {
     Rules { cards: CardSet::default_set(), no_move }
@@ -29,6 +30,9 @@ fn streamed_at_minimum(rules: &Rules, per_side: usize, io: IoChoice) -> Table {
         resume: false,
         force_streamed: true,
         io,
+        // Checkpoints after every step: their slot switching must not
+        // change a bit.
+        checkpoint_every: Duration::ZERO,
     };
     let minimum = match solver::solve_with(rules, per_side, &config, &|_| {}) {
         Err(SolveError::BudgetTooSmall { minimum_bytes, .. }) => minimum_bytes,

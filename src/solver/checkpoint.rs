@@ -1,13 +1,14 @@
 //! The checkpoint of a run with a work directory: which materials are
-//! finished (their value files complete and synced), for which rules.
+//! finished (their value files complete and synced), for which rules, and
+//! how far the streamed pair in progress got.
 //!
 //! Owns the checkpoint file and its atomic replacement; knows nothing of
 //! lanes or solving. A material is recorded only after its value file is
-//! synced, and the record is replaced with write-to-temporary, sync, rename,
-//! sync-directory, so after `kill -9` at any moment the checkpoint names
-//! only complete materials. Work on the pair in progress is redone on
-//! resume; every pair's result depends only on the finished smaller ones,
-//! so the table comes out bit-identical.
+//! synced, a step of a pair only after its work files are, and the record
+//! is replaced with write-to-temporary, sync, rename, sync-directory, so
+//! after `kill -9` at any moment the checkpoint names only complete work.
+//! Every pair's result depends only on the finished smaller ones and on the
+//! state after its last recorded step, so the table comes out bit-identical.
 
 use crate::index::Material;
 use crate::rules::Rules;
@@ -20,7 +21,7 @@ use thiserror::Error;
 /// File name of the checkpoint in the work directory.
 pub const CHECKPOINT_FILE: &str = "checkpoint.json";
 /// Version of the checkpoint's content; a run refuses other versions.
-const CHECKPOINT_VERSION: u32 = 1;
+const CHECKPOINT_VERSION: u32 = 2;
 
 #[derive(Debug, Error)]
 pub enum CheckpointError {
@@ -43,6 +44,56 @@ struct Record {
     run: String,
     /// Finished materials as (mover, opponent).
     finished: Vec<(u8, u8)>,
+    /// The streamed pair in progress, if a step of it was recorded.
+    #[serde(default)]
+    pair: Option<PairRecord>,
+}
+
+/// How far a streamed pair got: the solver's state after its last recorded
+/// step, which with the work files the slots name is all a resumed run needs.
+#[derive(Serialize, Deserialize, PartialEq, Eq, Debug, Clone)]
+pub struct PairRecord {
+    /// The pair's materials as (mover, opponent), in solving order.
+    pub materials: Vec<(u8, u8)>,
+    /// The last step done (0: initialisation only).
+    pub depth_plies: u16,
+    /// The steps are over; only turning undecided states into draws is left.
+    pub steps_done: bool,
+    /// States decided so far, over the pair.
+    pub decided: u64,
+    /// Deepest depth at which a capture value falls due.
+    pub pending_plies: u16,
+    /// Steps in a row that decided nothing.
+    pub quiet_steps: u32,
+    /// Per material, in `materials` order.
+    pub works: Vec<WorkRecord>,
+}
+
+/// Per-group state of one material of the pair in progress.
+#[derive(Serialize, Deserialize, PartialEq, Eq, Debug, Clone)]
+pub struct WorkRecord {
+    /// Undecided states per group.
+    pub undecided: Vec<u64>,
+    /// Capture-event depths per group (a 256-bit set as four words).
+    pub events: Vec<[u64; 4]>,
+    /// The work-file slot of each plane lane per group, one byte per group
+    /// in hexadecimal.
+    pub slots: String,
+}
+
+impl WorkRecord {
+    pub fn encode_slots(slots: &[u8]) -> String {
+        slots.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The slot bytes, or None if the text is not `groups` hex bytes.
+    pub fn decode_slots(&self, groups: usize) -> Option<Vec<u8>> {
+        let text = self.slots.as_bytes();
+        if text.len() != 2 * groups {
+            return None;
+        }
+        text.chunks(2).map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()).collect()
+    }
 }
 
 pub struct Checkpoint {
@@ -86,7 +137,7 @@ impl Checkpoint {
             }
             (Some(_), false) => return Err(CheckpointError::Exists(dir.to_path_buf())),
             (None, true) => return Err(CheckpointError::Missing(dir.to_path_buf())),
-            (None, false) => Record { version: CHECKPOINT_VERSION, run, finished: Vec::new() },
+            (None, false) => Record { version: CHECKPOINT_VERSION, run, finished: Vec::new(), pair: None },
         };
         let mut checkpoint = Checkpoint { dir: dir.to_path_buf(), record };
         checkpoint.write()?;
@@ -97,14 +148,34 @@ impl Checkpoint {
         self.record.finished.contains(&(material.mover, material.opponent))
     }
 
-    /// Records materials as finished; their value files must be synced.
+    /// Records materials as finished (the pair in progress is over); their
+    /// value files must be synced.
     pub fn record_finished(&mut self, materials: &[Material]) -> Result<(), CheckpointError> {
         for m in materials {
             if !self.is_finished(*m) {
                 self.record.finished.push((m.mover, m.opponent));
             }
         }
+        self.record.pair = None;
         self.write()
+    }
+
+    /// The recorded state of the pair of `materials`, if it is the one in
+    /// progress.
+    pub fn pair(&self, materials: &[Material]) -> Option<&PairRecord> {
+        let wanted: Vec<(u8, u8)> = materials.iter().map(|m| (m.mover, m.opponent)).collect();
+        self.record.pair.as_ref().filter(|p| p.materials == wanted)
+    }
+
+    /// Records a step of the pair in progress; its work files must be synced.
+    /// On error the earlier record stands.
+    pub fn record_step(&mut self, pair: PairRecord) -> Result<(), CheckpointError> {
+        let earlier = self.record.pair.replace(pair);
+        let result = self.write();
+        if result.is_err() {
+            self.record.pair = earlier;
+        }
+        result
     }
 
     fn write(&mut self) -> Result<(), CheckpointError> {
@@ -114,7 +185,7 @@ impl Checkpoint {
             let path = path.to_path_buf();
             move |cause| CheckpointError::Io { action, path, cause }
         };
-        let bytes = serde_json::to_vec_pretty(&self.record).expect("a record serialises");
+        let bytes = serde_json::to_vec(&self.record).expect("a record serialises");
         let mut file = File::create(&temp).map_err(io("create", &temp))?;
         file.write_all(&bytes).map_err(io("write", &temp))?;
         file.sync_all().map_err(io("sync", &temp))?;

@@ -22,6 +22,8 @@ pub enum DiskError {
     Full { path: PathBuf },
     #[error("cannot {action} '{}': {cause}", path.display())]
     Io { action: &'static str, path: PathBuf, cause: io::Error },
+    #[error("work file '{}' has {found} bytes, not the {expected} its lane needs; the work directory is damaged", path.display())]
+    Size { path: PathBuf, found: u64, expected: u64 },
     #[error("cannot allocate {bytes} bytes of aligned memory")]
     Memory { bytes: usize },
     #[error(transparent)]
@@ -102,6 +104,12 @@ pub fn lane_path(dir: &Path, material: Material, lane: Lane) -> PathBuf {
     dir.join(format!("{material}.{}", lane.name()))
 }
 
+/// The name of slot `slot` (0 or 1) of a plane lane's work files (see
+/// [`super::work_files`]).
+pub fn slot_path(dir: &Path, material: Material, lane: Lane, slot: usize) -> PathBuf {
+    dir.join(format!("{material}.{}.{slot}", lane.name()))
+}
+
 /// One lane's work file.
 pub struct LaneFile {
     file: File,
@@ -111,7 +119,8 @@ pub struct LaneFile {
 }
 
 impl LaneFile {
-    /// Opens (or creates, sized to `bytes` of zeros) a lane file.
+    /// Opens (or creates, sized to `bytes` of zeros) a lane file. An
+    /// existing file of another size is refused: it is not this lane's.
     pub fn open(path: &Path, create: bool, bytes: u64) -> Result<LaneFile, DiskError> {
         let open = |direct: bool| {
             let mut options = OpenOptions::new();
@@ -130,6 +139,11 @@ impl LaneFile {
         };
         if create {
             file.set_len(bytes).map_err(|e| io_error("size", path, e))?;
+        } else {
+            let found = file.metadata().map_err(|e| io_error("inspect", path, e))?.len();
+            if found != bytes {
+                return Err(DiskError::Size { path: path.to_path_buf(), found, expected: bytes });
+            }
         }
         Ok(LaneFile { file, path: path.to_path_buf(), direct })
     }
@@ -277,6 +291,13 @@ impl DiskIo {
             self.pool.give(done.buf);
         }
         Ok(())
+    }
+
+    /// Forgets a file opened with [`DiskIo::open`]; its writes must be
+    /// drained.
+    pub fn close(&mut self, file: FileId) {
+        debug_assert_eq!(self.pending_writes, 0);
+        self.io.close(file);
     }
 
     /// Drains, then syncs the file to the disk.

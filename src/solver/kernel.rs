@@ -290,6 +290,15 @@ impl EventDepths {
         EventDepths(std::array::from_fn(|i| self.0[i] | other.0[i]))
     }
 
+    /// The set as four words of 64 depths each (for checkpoints).
+    pub fn words(&self) -> [u64; 4] {
+        self.0
+    }
+
+    pub fn from_words(words: [u64; 4]) -> EventDepths {
+        EventDepths(words)
+    }
+
     /// The deepest depth in the set, 0 if empty.
     pub fn deepest(&self) -> u16 {
         (0..4).rev().find(|&i| self.0[i] != 0).map_or(0, |i| i as u16 * 64 + 63 - self.0[i].leading_zeros() as u16)

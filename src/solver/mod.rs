@@ -35,12 +35,14 @@ mod flags;
 mod kernel;
 pub mod lanes;
 mod schedule;
+mod work_files;
 
 use crate::blockio::{FileId, IoBackendKind, IoChoice};
 use crate::index::{Group, Material, MaterialIndex};
 use crate::rules::{CARD_STATES, MAX_PIECES_PER_SIDE, Rules};
 use crate::table::{SolvedMaterial, Table};
 use crate::value::MAX_LOSS_PLIES;
+use checkpoint::{Checkpoint, PairRecord, WorkRecord};
 use disk::{AlignedBuf, DiskError, DiskIo, LaneFile, lane_path};
 use flags::{GroupFlags, SideFlags};
 use kernel::{EventDepths, Landing, MoveTable, ROWS, StepInput, Unit, UnitReport};
@@ -50,7 +52,9 @@ use schedule::MoverSlices;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use thiserror::Error;
+use work_files::{MaterialFiles, PLANE_LANES};
 
 /// Placements per unit of parallel work: big enough to amortise scheduling,
 /// small enough to balance two to many cores.
@@ -68,6 +72,8 @@ pub enum SolveError {
         crate::blockio::format_size(*minimum_bytes)
     )]
     BudgetTooSmall { budget_bytes: u64, minimum_bytes: u64 },
+    #[error("the checkpoint's record of material {0} does not fit its index; the work directory is damaged")]
+    DamagedCheckpoint(Material),
     #[error(transparent)]
     Disk(#[from] DiskError),
     #[error(transparent)]
@@ -81,6 +87,9 @@ pub enum Progress {
         materials: [Material; 2],
         layouts: u64,
         streamed: bool,
+        /// The step an earlier run's checkpoint got this pair to (0:
+        /// initialised), if it goes on from there.
+        resumed_at_plies: Option<u16>,
     },
     /// A step of the pair in progress ended: states decided so far, groups
     /// the step visited (of all of the pair's), work-file I/O of the pair so
@@ -108,7 +117,7 @@ pub enum Progress {
 }
 
 /// Where the solver keeps its work.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SolveConfig {
     /// Work directory for lanes that do not fit the budget and for the
     /// checkpoint. None: everything stays in memory.
@@ -122,6 +131,26 @@ pub struct SolveConfig {
     pub force_streamed: bool,
     /// I/O back end for streamed pairs.
     pub io: IoChoice,
+    /// Least time between checkpoints of a streamed pair (zero: after every
+    /// step). Each costs a sync of the pair's work files.
+    pub checkpoint_every: Duration,
+}
+
+/// A minute: a `kill -9` loses at most about that much work, and the syncs
+/// cost next to nothing against steps of that length.
+pub const CHECKPOINT_EVERY_DEFAULT: Duration = Duration::from_secs(60);
+
+impl Default for SolveConfig {
+    fn default() -> SolveConfig {
+        SolveConfig {
+            work_dir: None,
+            budget_bytes: None,
+            resume: false,
+            force_streamed: false,
+            io: IoChoice::default(),
+            checkpoint_every: CHECKPOINT_EVERY_DEFAULT,
+        }
+    }
 }
 
 /// I/O done by a solve.
@@ -143,8 +172,7 @@ struct GroupState {
 /// Where a material's lanes are.
 enum Storage {
     Resident(ResidentLanes),
-    /// One file per lane, indexed by `Lane as usize`.
-    OnDisk(Vec<(LaneFile, FileId)>),
+    OnDisk(MaterialFiles),
 }
 
 /// Working state of one material while it is solved.
@@ -160,25 +188,41 @@ struct Work {
     groups: Vec<GroupState>,
 }
 
+/// Where a streamed material's files are, and the checkpoint record of its
+/// state to resume from (None: start the pair afresh).
+struct StreamedIn<'a> {
+    dir: &'a Path,
+    disk: &'a mut DiskIo,
+    resume: Option<&'a WorkRecord>,
+}
+
 impl Work {
-    fn new(index: MaterialIndex, streamed_in: Option<(&Path, &mut DiskIo)>) -> Result<Work, SolveError> {
+    fn new(index: MaterialIndex, streamed_in: Option<StreamedIn>) -> Result<Work, SolveError> {
         let material = index.material;
         let planes = LaneLayout::new(&index, 4);
         let values = LaneLayout::new(&index, CARD_STATES as u64);
+        let count = index.groups().len();
+        let mut groups = vec![GroupState { undecided: 0, events: EventDepths::default() }; count];
         let storage = match streamed_in {
             None => Storage::Resident(ResidentLanes::new(&planes, &values)),
-            Some((dir, disk)) => {
-                let mut files = Vec::new();
-                for lane in Lane::ALL {
-                    let bytes = if lane == Lane::Values { values.total_bytes() } else { planes.total_bytes() };
-                    let file = LaneFile::open(&lane_path(dir, material, lane), true, bytes)?;
-                    let id = disk.open(&file)?;
-                    files.push((file, id));
+            Some(StreamedIn { dir, disk, resume: None }) => {
+                Storage::OnDisk(MaterialFiles::create(dir, material, &planes, &values, count, disk)?)
+            }
+            Some(StreamedIn { dir, disk, resume: Some(record) }) => {
+                let damaged = || SolveError::DamagedCheckpoint(material);
+                let slots = record.decode_slots(count).ok_or_else(damaged)?;
+                if record.undecided.len() != count || record.events.len() != count {
+                    return Err(damaged());
                 }
-                Storage::OnDisk(files)
+                for (g, state) in groups.iter_mut().enumerate() {
+                    *state = GroupState {
+                        undecided: record.undecided[g],
+                        events: EventDepths::from_words(record.events[g]),
+                    };
+                }
+                Storage::OnDisk(MaterialFiles::reopen(dir, material, &planes, &values, slots, disk)?)
             }
         };
-        let groups = vec![GroupState { undecided: 0, events: EventDepths::default() }; index.groups().len()];
         Ok(Work {
             sides: SideFlags::new(material.mover as usize),
             changed: GroupFlags::new(index.groups().len()),
@@ -190,11 +234,23 @@ impl Work {
         })
     }
 
-    fn file(&self, lane: Lane) -> FileId {
+    fn files(&self) -> &MaterialFiles {
         match &self.storage {
-            Storage::OnDisk(files) => files[lane as usize].1,
+            Storage::OnDisk(files) => files,
             Storage::Resident(_) => unreachable!("only streamed materials have files"),
         }
+    }
+
+    /// Syncs the work files and describes the material's state for a
+    /// checkpoint; also returns the slot bytes to keep once it is durable.
+    fn checkpoint_record(&self, disk: &mut DiskIo) -> Result<(WorkRecord, Vec<u8>), SolveError> {
+        let slots = self.files().sync(disk)?;
+        let record = WorkRecord {
+            undecided: self.groups.iter().map(|g| g.undecided).collect(),
+            events: self.groups.iter().map(|g| g.events.words()).collect(),
+            slots: WorkRecord::encode_slots(&slots),
+        };
+        Ok((record, slots))
     }
 
     /// Lane bytes of the material: what holding it resident costs.
@@ -554,9 +610,6 @@ struct Window {
     io: IoTotals,
 }
 
-/// Lanes in window order.
-const PLANE_LANES: [Lane; 5] = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::CaptureWin, Lane::Held];
-
 impl Window {
     fn new(plane_bytes: u64, value_bytes: u64, slice_bytes: u64) -> Result<Window, SolveError> {
         let planes = (0..5).map(|_| AlignedBuf::zeroed(plane_bytes as usize)).collect::<Result<_, _>>()?;
@@ -620,7 +673,7 @@ impl Window {
             for (&g, into) in batch.iter().zip(segments) {
                 if lanes.contains(&lane) {
                     self.io.bytes_read += into.len() as u64;
-                    requests.push((work.file(lane), layout.span(g..g + 1), into));
+                    requests.push((work.files().read_file(lane, g), layout.span(g..g + 1), into));
                 } else {
                     into.fill(0);
                 }
@@ -647,7 +700,7 @@ impl Window {
             for (g, range) in plane_map.entries.iter().filter(|(g, _)| changed(*g)) {
                 let len = padded_len(&work.planes, *g) as usize;
                 let from = &self.planes[i].bytes()[range.start * 4..range.start * 4 + len];
-                disk.write(work.file(lane), work.planes.segment(*g).start, from)?;
+                disk.write(work.files().write_file(lane, *g), work.planes.segment(*g).start, from)?;
                 self.io.bytes_written += len as u64;
             }
         }
@@ -655,29 +708,44 @@ impl Window {
             for (g, range) in value_map.entries.iter().filter(|(g, _)| changed(*g)) {
                 let len = padded_len(&work.values, *g) as usize;
                 let from = &self.values.bytes()[range.start..range.start + len];
-                disk.write(work.file(Lane::Values), work.values.segment(*g).start, from)?;
+                disk.write(work.files().write_file(Lane::Values, *g), work.values.segment(*g).start, from)?;
                 self.io.bytes_written += len as u64;
             }
         }
         Ok(())
     }
 
-    /// Reads the groups `groups` of a lane (one contiguous range) into the
-    /// slice buffer; returns the lane byte offset the buffer starts at and
-    /// the byte length read.
+    /// Reads the groups `groups` of a lane (one contiguous range; group g
+    /// from file `file_of(g)`) into the slice buffer; returns the lane byte
+    /// offset the buffer starts at and the byte length read.
     fn load_slice(
         &mut self,
         disk: &mut DiskIo,
-        file: FileId,
+        file_of: impl Fn(usize) -> FileId,
         layout: &LaneLayout,
         groups: Range<usize>,
     ) -> Result<(u64, usize), SolveError> {
         if groups.is_empty() {
             return Ok((0, 0));
         }
-        let span = layout.span(groups);
+        let span = layout.span(groups.clone());
         let len = (span.end - span.start) as usize;
-        disk.read(file, span.clone(), &mut self.slice.bytes_mut()[..len])?;
+        // One request per run of groups in the same file.
+        let mut runs: Vec<(FileId, Range<usize>)> = Vec::new();
+        for g in groups {
+            match runs.last_mut() {
+                Some((file, run)) if *file == file_of(g) => run.end = g + 1,
+                _ => runs.push((file_of(g), g..g + 1)),
+            }
+        }
+        let ranges = runs.iter().map(|(_, run)| {
+            let bytes = layout.span(run.clone());
+            (bytes.start - span.start) as usize..(bytes.end - span.start) as usize
+        });
+        let parts = carve_mut(&mut self.slice.bytes_mut()[..len], ranges);
+        let mut requests: Vec<_> =
+            runs.iter().zip(parts).map(|((file, run), into)| (*file, layout.span(run.clone()), into)).collect();
+        disk.read_many(&mut requests)?;
         self.io.bytes_read += len as u64;
         Ok((span.start, len))
     }
@@ -839,7 +907,7 @@ fn initialize(
                         continue;
                     }
                     let CapturedValues::OnDisk(file) = c.values else { unreachable!("streamed pairs stream captures") };
-                    let (first_byte, len) = window.load_slice(disk, file, c.layout, range)?;
+                    let (first_byte, len) = window.load_slice(disk, |_| file, c.layout, range)?;
                     let map = Span { layout: c.layout, first_byte, element_bytes: 1 };
                     let Window { planes, values, slice, .. } = &mut *window;
                     let region = ReadRegion { map: &map, data: &slice.bytes()[..len] };
@@ -926,7 +994,8 @@ fn step(
                     continue;
                 }
                 let range = target_slices.get(&schedule::landing_slice_counts(&opponent_counts, None));
-                let (first_byte, len) = window.load_slice(disk, target.file(landing_lane), &target.planes, range)?;
+                let file_of = |g| target.files().read_file(landing_lane, g);
+                let (first_byte, len) = window.load_slice(disk, file_of, &target.planes, range)?;
                 let map = Span { layout: &target.planes, first_byte, element_bytes: 4 };
                 for batch in window.batches(this_ref, &visit) {
                     let (pm, vm) = window.load(disk, this_ref, &batch, read)?;
@@ -979,12 +1048,76 @@ fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result
     Ok(())
 }
 
+/// Checkpoints of a streamed pair: where they are recorded, how often.
+struct PairCheckpoints<'a> {
+    checkpoint: &'a mut Checkpoint,
+    every: Duration,
+    last: Instant,
+}
+
+/// Where a pair's stepping stands: what a checkpoint records besides the
+/// per-material state.
+#[derive(Clone, Copy)]
+struct PairState {
+    depth_plies: u16,
+    steps_done: bool,
+    decided: u64,
+    pending_plies: u16,
+    quiet_steps: u32,
+}
+
+/// Records the pair's state in the checkpoint if it is due (or `force`):
+/// syncs the work files, writes the record, then lets later writes reuse
+/// the slots the previous record named.
+fn record_pair(
+    checkpoints: &mut Option<PairCheckpoints>,
+    works: &mut [Work],
+    window: &mut Option<(&mut Window, &mut DiskIo)>,
+    state: PairState,
+    force: bool,
+) -> Result<(), SolveError> {
+    let (Some(cp), Some((_, disk))) = (checkpoints.as_mut(), window.as_mut()) else { return Ok(()) };
+    if !force && cp.last.elapsed() < cp.every {
+        return Ok(());
+    }
+    let mut records = Vec::new();
+    let mut kept = Vec::new();
+    for work in works.iter() {
+        let (record, slots) = work.checkpoint_record(disk)?;
+        records.push(record);
+        kept.push(slots);
+    }
+    cp.checkpoint.record_step(PairRecord {
+        materials: works.iter().map(|w| (w.index.material.mover, w.index.material.opponent)).collect(),
+        depth_plies: state.depth_plies,
+        steps_done: state.steps_done,
+        decided: state.decided,
+        pending_plies: state.pending_plies,
+        quiet_steps: state.quiet_steps,
+        works: records,
+    })?;
+    for (work, slots) in works.iter_mut().zip(kept) {
+        if let Storage::OnDisk(files) = &mut work.storage {
+            files.keep(slots);
+        }
+    }
+    cp.last = Instant::now();
+    Ok(())
+}
+
+/// Solves a pair: initialisation, steps until nothing is left to decide,
+/// draws. A streamed pair records checkpoints as it goes and can start from
+/// one (`resume`); its change flags then start all set, which costs one
+/// slower step and changes nothing else.
+#[allow(clippy::too_many_arguments)]
 fn solve_pair(
     rules: &Rules,
     moves: &MoveTable,
     works: &mut [Work],
     captured: &[Option<Captured>],
     mut window: Option<(&mut Window, &mut DiskIo)>,
+    resume: Option<&PairRecord>,
+    mut checkpoints: Option<PairCheckpoints>,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(), SolveError> {
     macro_rules! reborrow {
@@ -992,39 +1125,52 @@ fn solve_pair(
             window.as_mut().map(|(w, d)| (&mut **w, &mut **d))
         };
     }
-    let mut pending_plies = 0u16;
-    let mut decided = 0u64;
-    for (work, captured) in works.iter_mut().zip(captured) {
-        let report = initialize(rules, moves, work, captured.as_ref(), reborrow!())?;
-        decided += report.decided;
-        pending_plies = pending_plies.max(report.events.deepest());
-    }
     let groups: u64 = works.iter().map(|w| w.index.groups().len() as u64).sum();
     let io_now = |window: &Option<(&mut Window, &mut DiskIo)>| window.as_ref().map_or(IoTotals::default(), |w| w.0.io);
-    progress(Progress::Step { depth_plies: 1, decided, groups_visited: groups, groups, io: io_now(&window) });
-    let mut quiet_steps = 0;
-    let mut depth: u16 = 1;
-    loop {
+    let mut state = match resume {
+        Some(r) => PairState {
+            depth_plies: r.depth_plies,
+            steps_done: r.steps_done,
+            decided: r.decided,
+            pending_plies: r.pending_plies,
+            quiet_steps: r.quiet_steps,
+        },
+        None => {
+            let mut state =
+                PairState { depth_plies: 0, steps_done: false, decided: 0, pending_plies: 0, quiet_steps: 0 };
+            for (work, captured) in works.iter_mut().zip(captured) {
+                let report = initialize(rules, moves, work, captured.as_ref(), reborrow!())?;
+                state.decided += report.decided;
+                state.pending_plies = state.pending_plies.max(report.events.deepest());
+            }
+            let io = io_now(&window);
+            progress(Progress::Step { depth_plies: 1, decided: state.decided, groups_visited: groups, groups, io });
+            record_pair(&mut checkpoints, works, &mut window, state, false)?;
+            state
+        }
+    };
+    while !state.steps_done {
+        let depth = state.depth_plies + 1;
+        if depth > MAX_LOSS_PLIES + 1 {
+            return Err(SolveError::TooDeep(works[0].index.material));
+        }
         let (mut new, mut groups_visited) = (0, 0);
         for i in 0..works.len() {
             let (decided, visited) = step(rules, moves, works, i, depth, reborrow!())?;
             new += decided;
             groups_visited += visited;
         }
-        decided += new;
+        state.depth_plies = depth;
+        state.decided += new;
         for work in works.iter_mut() {
             work.sides.end_step();
             work.changed.end_step();
         }
-        progress(Progress::Step { depth_plies: depth, decided, groups_visited, groups, io: io_now(&window) });
-        quiet_steps = if new == 0 { quiet_steps + 1 } else { 0 };
-        if quiet_steps >= 2 && depth >= pending_plies {
-            break;
-        }
-        depth += 1;
-        if depth > MAX_LOSS_PLIES + 1 {
-            return Err(SolveError::TooDeep(works[0].index.material));
-        }
+        let io = io_now(&window);
+        progress(Progress::Step { depth_plies: depth, decided: state.decided, groups_visited, groups, io });
+        state.quiet_steps = if new == 0 { state.quiet_steps + 1 } else { 0 };
+        state.steps_done = state.quiet_steps >= 2 && depth >= state.pending_plies;
+        record_pair(&mut checkpoints, works, &mut window, state, state.steps_done)?;
     }
     for work in works.iter_mut() {
         finish(work, reborrow!())?;
@@ -1111,16 +1257,25 @@ pub fn solve_with(
             });
             disk = Some(opened);
         }
+        // A streamed pair that an earlier run checkpointed goes on from there.
+        let resume: Option<PairRecord> =
+            checkpoint.as_ref().filter(|_| streamed).and_then(|cp| cp.pair(&members)).cloned();
+        if resume.as_ref().is_some_and(|r| r.works.len() != members.len()) {
+            return Err(SolveError::DamagedCheckpoint(material));
+        }
         let mut works: Vec<Work> = Vec::new();
-        for index in indexes {
+        for (k, index) in indexes.into_iter().enumerate() {
             let place = match (&config.work_dir, disk.as_mut()) {
-                (Some(dir), Some(disk)) if streamed => Some((dir.as_path(), disk)),
+                (Some(dir), Some(disk)) if streamed => {
+                    Some(StreamedIn { dir: dir.as_path(), disk, resume: resume.as_ref().map(|r| &r.works[k]) })
+                }
                 _ => None,
             };
             works.push(Work::new(index, place)?);
         }
         let layouts = works.iter().map(|w| w.index.layouts()).sum();
-        progress(Progress::MaterialStarted { materials: pair, layouts, streamed });
+        let resumed_at_plies = resume.as_ref().map(|r| r.depth_plies);
+        progress(Progress::MaterialStarted { materials: pair, layouts, streamed, resumed_at_plies });
         // Resident pairs hold their captured materials in memory too;
         // streamed ones read them a slice at a time.
         let mut loaded: Vec<Option<Vec<u8>>> = Vec::new();
@@ -1179,7 +1334,12 @@ pub fn solve_with(
             None
         };
         let streaming = window.as_mut().zip(disk.as_mut());
-        solve_pair(rules, &moves, &mut works, &captured, streaming, progress)?;
+        let checkpoints = checkpoint.as_mut().filter(|_| streamed).map(|checkpoint| PairCheckpoints {
+            checkpoint,
+            every: config.checkpoint_every,
+            last: Instant::now(),
+        });
+        solve_pair(rules, &moves, &mut works, &captured, streaming, resume.as_ref(), checkpoints, progress)?;
         if let Some(window) = &window {
             io.bytes_read += window.io.bytes_read;
             io.bytes_written += window.io.bytes_written;
@@ -1202,15 +1362,9 @@ pub fn solve_with(
                     file.sync()?;
                     FinishedValues::OnDisk(file)
                 }
-                (Some(dir), Storage::OnDisk(mut files)) => {
-                    let (values, id) = files.swap_remove(Lane::Values as usize);
-                    disk.as_mut().expect("opened for streamed pairs").sync(id)?;
-                    values.sync()?;
-                    drop(files);
-                    for lane in PLANE_LANES {
-                        let _ = std::fs::remove_file(lane_path(dir, material, lane));
-                    }
-                    FinishedValues::OnDisk(values)
+                (Some(dir), Storage::OnDisk(files)) => {
+                    let disk = disk.as_mut().expect("opened for streamed pairs");
+                    FinishedValues::OnDisk(files.finish(dir, material, disk)?)
                 }
                 (None, Storage::OnDisk(_)) => unreachable!("lanes on disk need a work directory"),
             };

@@ -1,0 +1,201 @@
+//! The work files of one streamed material, and which file holds each
+//! group's current segment of each plane lane.
+//!
+//! Owns the two-slot scheme that makes a checkpoint after any step cheap and
+//! safe: every plane lane has two files (slots 0 and 1). A checkpoint
+//! records, per group and plane lane, the slot that held the segment when it
+//! was taken (the *kept* slot); until the next checkpoint every write of
+//! that segment goes to the other slot. So the planes a checkpoint names are
+//! never overwritten while it is the latest, and nothing is copied to take
+//! one. The value lane has a single file: a step rerun after `kill -9` over
+//! values written by the killed run writes the same bytes (DESIGN.md,
+//! "Checkpoints", gives the argument). Knows nothing of moves or steps.
+
+use super::disk::{DiskError, DiskIo, LaneFile, lane_path, slot_path};
+use super::lanes::{Lane, LaneLayout};
+use crate::blockio::FileId;
+use crate::index::Material;
+use std::path::Path;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// Plane lanes in slot-bit order: bit `i` of a group's slot byte is the slot
+/// of lane `PLANE_LANES[i]`.
+pub(super) const PLANE_LANES: [Lane; 5] = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::CaptureWin, Lane::Held];
+
+fn plane_bit(lane: Lane) -> u8 {
+    let i = PLANE_LANES.iter().position(|&l| l == lane).expect("a plane lane");
+    1 << i
+}
+
+/// The files of one material being solved streamed.
+pub(super) struct MaterialFiles {
+    /// Per plane lane (in [`PLANE_LANES`] order), the files of slots 0 and 1.
+    planes: Vec<[(LaneFile, FileId); 2]>,
+    values: (LaneFile, FileId),
+    /// Per group, the slot of each plane lane holding its current segment.
+    live: Vec<AtomicU8>,
+    /// Per group, the slots the latest checkpoint names (never written).
+    kept: Vec<u8>,
+}
+
+impl MaterialFiles {
+    /// Creates the material's files, zeroed (a fresh start of the pair).
+    pub fn create(
+        dir: &Path,
+        material: Material,
+        planes: &LaneLayout,
+        values: &LaneLayout,
+        groups: usize,
+        disk: &mut DiskIo,
+    ) -> Result<MaterialFiles, DiskError> {
+        MaterialFiles::open(dir, material, planes, values, vec![0; groups], true, disk)
+    }
+
+    /// Opens the files a checkpoint names, with its slot bytes (one per group).
+    pub fn reopen(
+        dir: &Path,
+        material: Material,
+        planes: &LaneLayout,
+        values: &LaneLayout,
+        kept: Vec<u8>,
+        disk: &mut DiskIo,
+    ) -> Result<MaterialFiles, DiskError> {
+        MaterialFiles::open(dir, material, planes, values, kept, false, disk)
+    }
+
+    fn open(
+        dir: &Path,
+        material: Material,
+        plane_layout: &LaneLayout,
+        value_layout: &LaneLayout,
+        kept: Vec<u8>,
+        create: bool,
+        disk: &mut DiskIo,
+    ) -> Result<MaterialFiles, DiskError> {
+        let mut open = |path: &Path, bytes: u64| -> Result<(LaneFile, FileId), DiskError> {
+            let file = LaneFile::open(path, create, bytes)?;
+            let id = disk.open(&file)?;
+            Ok((file, id))
+        };
+        let mut planes = Vec::with_capacity(PLANE_LANES.len());
+        for lane in PLANE_LANES {
+            let bytes = plane_layout.total_bytes();
+            planes.push([
+                open(&slot_path(dir, material, lane, 0), bytes)?,
+                open(&slot_path(dir, material, lane, 1), bytes)?,
+            ]);
+        }
+        let values = open(&lane_path(dir, material, Lane::Values), value_layout.total_bytes())?;
+        let live = kept.iter().map(|&slots| AtomicU8::new(slots)).collect();
+        Ok(MaterialFiles { planes, values, live, kept })
+    }
+
+    /// The file to read group `g`'s segment of `lane` from.
+    pub fn read_file(&self, lane: Lane, g: usize) -> FileId {
+        if lane == Lane::Values {
+            return self.values.1;
+        }
+        let slot = self.live[g].load(Ordering::Relaxed) & plane_bit(lane) != 0;
+        self.planes[plane_bit(lane).trailing_zeros() as usize][slot as usize].1
+    }
+
+    /// The file to write group `g`'s segment of `lane` to: the slot the
+    /// latest checkpoint does not name, which becomes the live one.
+    pub fn write_file(&self, lane: Lane, g: usize) -> FileId {
+        if lane == Lane::Values {
+            return self.values.1;
+        }
+        let bit = plane_bit(lane);
+        let slot = (self.kept[g] & bit) ^ bit;
+        let live = &self.live[g];
+        live.store((live.load(Ordering::Relaxed) & !bit) | slot, Ordering::Relaxed);
+        self.planes[bit.trailing_zeros() as usize][(slot != 0) as usize].1
+    }
+
+    /// Syncs every file (writes drained first) and returns the slot bytes a
+    /// checkpoint taken now must name. Call [`MaterialFiles::keep`] with
+    /// them once the checkpoint is durable.
+    pub fn sync(&self, disk: &mut DiskIo) -> Result<Vec<u8>, DiskError> {
+        for slots in &self.planes {
+            for (_, id) in slots {
+                disk.sync(*id)?;
+            }
+        }
+        disk.sync(self.values.1)?;
+        Ok(self.live.iter().map(|slots| slots.load(Ordering::Relaxed)).collect())
+    }
+
+    /// The checkpoint naming `slots` is durable: from now on writes must
+    /// spare those.
+    pub fn keep(&mut self, slots: Vec<u8>) {
+        debug_assert_eq!(slots.len(), self.kept.len());
+        self.kept = slots;
+    }
+
+    /// The material is finished: syncs its values, forgets every file,
+    /// removes the plane files and hands back the value file.
+    pub fn finish(self, dir: &Path, material: Material, disk: &mut DiskIo) -> Result<LaneFile, DiskError> {
+        disk.sync(self.values.1)?;
+        for slots in &self.planes {
+            for (_, id) in slots {
+                disk.close(*id);
+            }
+        }
+        drop(self.planes);
+        remove_planes(dir, material);
+        disk.close(self.values.1);
+        Ok(self.values.0)
+    }
+}
+
+/// Removes a material's plane files, both slots (they are not needed once
+/// its values are final). Missing files are fine.
+pub(super) fn remove_planes(dir: &Path, material: Material) {
+    for lane in PLANE_LANES {
+        for slot in 0..2 {
+            let _ = std::fs::remove_file(slot_path(dir, material, lane, slot));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blockio::IoChoice;
+    use crate::index::MaterialIndex;
+
+    #[test]
+    fn writes_spare_the_kept_slot_until_the_next_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let material = Material::new(1, 2);
+        let index = MaterialIndex::new(material);
+        let (planes, values) = (LaneLayout::new(&index, 4), LaneLayout::new(&index, 30));
+        let mut disk = DiskIo::new(IoChoice::Pread, 64 << 10, 2).unwrap();
+        let groups = index.groups().len();
+        let mut files = MaterialFiles::create(dir.path(), material, &planes, &values, groups, &mut disk).unwrap();
+        let first = files.read_file(Lane::Won, 3);
+        // Before any checkpoint, slot 0 is kept: writes go to slot 1 and
+        // reads follow them; other groups and lanes stay where they were.
+        let written = files.write_file(Lane::Won, 3);
+        assert_ne!(written, first);
+        assert_eq!(files.read_file(Lane::Won, 3), written);
+        assert_eq!(files.read_file(Lane::Won, 4), first);
+        assert_ne!(files.read_file(Lane::Lost, 3), written);
+        assert_eq!(files.write_file(Lane::Won, 3), written, "a second write before a checkpoint reuses the slot");
+        assert_eq!(files.read_file(Lane::Values, 3), files.write_file(Lane::Values, 3));
+        // After a checkpoint keeps slot 1, the next write goes back to slot 0.
+        let slots = files.sync(&mut disk).unwrap();
+        assert_eq!(slots[3], plane_bit(Lane::Won));
+        files.keep(slots.clone());
+        assert_eq!(files.read_file(Lane::Won, 3), written);
+        assert_eq!(files.write_file(Lane::Won, 3), first);
+        // Reopening with the kept slots reads what the checkpoint named.
+        drop(files);
+        let files = MaterialFiles::reopen(dir.path(), material, &planes, &values, slots, &mut disk).unwrap();
+        let slot_one = files.read_file(Lane::Won, 3);
+        assert_ne!(slot_one, files.read_file(Lane::Won, 4));
+        remove_planes(dir.path(), material);
+        assert!(!slot_path(dir.path(), material, Lane::Won, 1).exists());
+        assert!(lane_path(dir.path(), material, Lane::Values).exists());
+    }
+}
