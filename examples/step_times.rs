@@ -23,7 +23,7 @@ fn main() {
                 )
             }
             Progress::MaterialDone { .. } => println!("  done {ms:9.1} ms"),
-            Progress::MaterialResumed { .. } | Progress::IoBackend { .. } => {}
+            Progress::MaterialResumed { .. } | Progress::IoBackend { .. } | Progress::RunStarted { .. } => {}
         }
     };
     solver::solve(&rules, men / 2, &report).unwrap();

@@ -20,9 +20,9 @@ fn assert_same(a: &Table, b: &Table) {
     }
 }
 
-/// Solves streamed with the smallest budget the table admits: the refusal
-/// of a 1-byte budget names it.
-fn streamed_at_minimum(rules: &Rules, per_side: usize, io: IoChoice) -> Table {
+/// Solves streamed with `times` the smallest budget the table admits (the
+/// refusal of a 1-byte budget names it).
+fn streamed_at_minimum(rules: &Rules, per_side: usize, io: IoChoice, times: f64) -> Table {
     let dir = tempfile::tempdir().unwrap();
     let mut config = SolveConfig {
         work_dir: Some(dir.path().join("work")),
@@ -39,7 +39,7 @@ fn streamed_at_minimum(rules: &Rules, per_side: usize, io: IoChoice) -> Table {
         other => panic!("expected BudgetTooSmall, got {:?}", other.err()),
     };
     assert!(!dir.path().join("work").exists(), "a refused run leaves nothing behind");
-    config.budget_bytes = Some(minimum);
+    config.budget_bytes = Some((minimum as f64 * times) as u64);
     let solved = solver::solve_with(rules, per_side, &config, &|_| {}).unwrap();
     assert!(solved.streamed_pairs == solved.pairs);
     solved.into_table().unwrap()
@@ -51,8 +51,11 @@ fn streamed_4_men_is_bit_identical_to_resident_under_both_rules_and_io_back_ends
         let rules = rules(no_move);
         let resident = Table::generate(&rules, 2).unwrap();
         // The smallest budget that holds one group: many batches per slice.
-        let minimal = streamed_at_minimum(&rules, 2, io);
+        let minimal = streamed_at_minimum(&rules, 2, io, 1.0);
         assert_same(&resident, &minimal);
+        // Room for two windows: the next batch is read while one is solved.
+        let pipelined = streamed_at_minimum(&rules, 2, io, 2.5);
+        assert_same(&resident, &pipelined);
     }
 }
 

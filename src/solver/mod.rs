@@ -35,6 +35,7 @@ mod flags;
 mod kernel;
 pub mod lanes;
 mod schedule;
+mod window;
 mod work_files;
 
 use crate::blockio::{FileId, IoBackendKind, IoChoice};
@@ -54,7 +55,8 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use thiserror::Error;
-use work_files::{MaterialFiles, PLANE_LANES};
+use window::{Packed, Window, padded_len, plan_slice};
+use work_files::MaterialFiles;
 
 /// Placements per unit of parallel work: big enough to amortise scheduling,
 /// small enough to balance two to many cores.
@@ -83,6 +85,11 @@ pub enum SolveError {
 /// What the solver reports as it goes.
 #[derive(Clone, Debug)]
 pub enum Progress {
+    /// Once, first: layouts of the pairs left to solve (those an earlier
+    /// run finished are not counted).
+    RunStarted {
+        layouts: u64,
+    },
     MaterialStarted {
         materials: [Material; 2],
         layouts: u64,
@@ -587,176 +594,6 @@ fn pair_views(works: &mut [Work], i: usize) -> (&mut Work, Option<&Work>) {
     }
 }
 
-/// Where the lanes of a region of groups are in a window: group, element range.
-struct Packed {
-    entries: Vec<(usize, Range<usize>)>,
-}
-
-impl SegmentMap for Packed {
-    fn elements(&self, g: usize) -> Range<usize> {
-        let at = self.entries.binary_search_by_key(&g, |e| e.0).expect("group is in the window");
-        self.entries[at].1.clone()
-    }
-}
-
-/// The memory a streamed pair is solved in, allocated once from the budget:
-/// a window of own group segments (all six lanes) and one slice buffer for
-/// the landing (or captured) slice.
-struct Window {
-    /// Won, lost, fresh, capture-win, held.
-    planes: Vec<AlignedBuf>,
-    values: AlignedBuf,
-    slice: AlignedBuf,
-    io: IoTotals,
-}
-
-impl Window {
-    fn new(plane_bytes: u64, value_bytes: u64, slice_bytes: u64) -> Result<Window, SolveError> {
-        let planes = (0..5).map(|_| AlignedBuf::zeroed(plane_bytes as usize)).collect::<Result<_, _>>()?;
-        Ok(Window {
-            planes,
-            values: AlignedBuf::zeroed(value_bytes as usize)?,
-            slice: AlignedBuf::zeroed(slice_bytes as usize)?,
-            io: IoTotals::default(),
-        })
-    }
-
-    /// Splits `groups` into batches whose segments fit the window.
-    fn batches(&self, work: &Work, groups: &[usize]) -> Vec<Vec<usize>> {
-        let (plane_cap, value_cap) = (self.planes[0].len() as u64, self.values.len() as u64);
-        let mut out: Vec<Vec<usize>> = Vec::new();
-        let (mut planes, mut values) = (0u64, 0u64);
-        for &g in groups {
-            let p = padded_len(&work.planes, g);
-            let v = padded_len(&work.values, g);
-            assert!(p <= plane_cap && v <= value_cap, "the budget check admits every group");
-            if out.is_empty() || planes + p > plane_cap || values + v > value_cap {
-                out.push(Vec::new());
-                (planes, values) = (0, 0);
-            }
-            out.last_mut().expect("pushed above").push(g);
-            planes += p;
-            values += v;
-        }
-        out
-    }
-
-    /// Brings the segments of `batch` into the window: reads `lanes`, zeroes
-    /// the others. Returns the plane and value maps.
-    fn load(
-        &mut self,
-        disk: &mut DiskIo,
-        work: &Work,
-        batch: &[usize],
-        lanes: &[Lane],
-    ) -> Result<(Packed, Packed), SolveError> {
-        let (mut plane_entries, mut value_entries) = (Vec::new(), Vec::new());
-        let (mut plane_bytes, mut value_bytes) = (Vec::new(), Vec::new());
-        let (mut p_at, mut v_at) = (0usize, 0usize);
-        for &g in batch {
-            let p_len = padded_len(&work.planes, g) as usize;
-            let v_len = padded_len(&work.values, g) as usize;
-            let layouts = work.index.groups()[g].layouts as usize;
-            plane_entries.push((g, p_at / 4..p_at / 4 + layouts));
-            value_entries.push((g, v_at..v_at + layouts * CARD_STATES));
-            plane_bytes.push(p_at..p_at + p_len);
-            value_bytes.push(v_at..v_at + v_len);
-            p_at += p_len;
-            v_at += v_len;
-        }
-        let mut requests = Vec::new();
-        let buffers = self.planes.iter_mut().zip(PLANE_LANES).chain([(&mut self.values, Lane::Values)]);
-        for (buffer, lane) in buffers {
-            let (ranges, layout) =
-                if lane == Lane::Values { (&value_bytes, &work.values) } else { (&plane_bytes, &work.planes) };
-            let segments = carve_mut(buffer.bytes_mut(), ranges.iter().cloned());
-            for (&g, into) in batch.iter().zip(segments) {
-                if lanes.contains(&lane) {
-                    self.io.bytes_read += into.len() as u64;
-                    requests.push((work.files().read_file(lane, g), layout.span(g..g + 1), into));
-                } else {
-                    into.fill(0);
-                }
-            }
-        }
-        disk.read_many(&mut requests)?;
-        Ok((Packed { entries: plane_entries }, Packed { entries: value_entries }))
-    }
-
-    /// Writes `lanes` of the batch's segments back to the work files.
-    fn store(
-        &mut self,
-        disk: &mut DiskIo,
-        work: &Work,
-        plane_map: &Packed,
-        value_map: &Packed,
-        lanes: &[Lane],
-        changed: impl Fn(usize) -> bool,
-    ) -> Result<(), SolveError> {
-        for (i, &lane) in PLANE_LANES.iter().enumerate() {
-            if !lanes.contains(&lane) {
-                continue;
-            }
-            for (g, range) in plane_map.entries.iter().filter(|(g, _)| changed(*g)) {
-                let len = padded_len(&work.planes, *g) as usize;
-                let from = &self.planes[i].bytes()[range.start * 4..range.start * 4 + len];
-                disk.write(work.files().write_file(lane, *g), work.planes.segment(*g).start, from)?;
-                self.io.bytes_written += len as u64;
-            }
-        }
-        if lanes.contains(&Lane::Values) {
-            for (g, range) in value_map.entries.iter().filter(|(g, _)| changed(*g)) {
-                let len = padded_len(&work.values, *g) as usize;
-                let from = &self.values.bytes()[range.start..range.start + len];
-                disk.write(work.files().write_file(Lane::Values, *g), work.values.segment(*g).start, from)?;
-                self.io.bytes_written += len as u64;
-            }
-        }
-        Ok(())
-    }
-
-    /// Reads the groups `groups` of a lane (one contiguous range; group g
-    /// from file `file_of(g)`) into the slice buffer; returns the lane byte
-    /// offset the buffer starts at and the byte length read.
-    fn load_slice(
-        &mut self,
-        disk: &mut DiskIo,
-        file_of: impl Fn(usize) -> FileId,
-        layout: &LaneLayout,
-        groups: Range<usize>,
-    ) -> Result<(u64, usize), SolveError> {
-        if groups.is_empty() {
-            return Ok((0, 0));
-        }
-        let span = layout.span(groups.clone());
-        let len = (span.end - span.start) as usize;
-        // One request per run of groups in the same file.
-        let mut runs: Vec<(FileId, Range<usize>)> = Vec::new();
-        for g in groups {
-            match runs.last_mut() {
-                Some((file, run)) if *file == file_of(g) => run.end = g + 1,
-                _ => runs.push((file_of(g), g..g + 1)),
-            }
-        }
-        let ranges = runs.iter().map(|(_, run)| {
-            let bytes = layout.span(run.clone());
-            (bytes.start - span.start) as usize..(bytes.end - span.start) as usize
-        });
-        let parts = carve_mut(&mut self.slice.bytes_mut()[..len], ranges);
-        let mut requests: Vec<_> =
-            runs.iter().zip(parts).map(|((file, run), into)| (*file, layout.span(run.clone()), into)).collect();
-        disk.read_many(&mut requests)?;
-        self.io.bytes_read += len as u64;
-        Ok((span.start, len))
-    }
-}
-
-/// Bytes a group's segment takes with its padding.
-fn padded_len(layout: &LaneLayout, g: usize) -> u64 {
-    let span = layout.span(g..g + 1);
-    span.end - span.start
-}
-
 /// Where a captured (smaller, finished) material's values are.
 struct Captured<'a> {
     index: &'a MaterialIndex,
@@ -840,21 +677,6 @@ fn streamed_minimum(works: &[Work], captured: &[Option<&FinishedMaterial>]) -> (
     )
 }
 
-/// A window's buffers as the own lanes of a batch.
-fn own_window<'a>(planes: &'a mut [AlignedBuf], values: &'a mut AlignedBuf, pm: &'a Packed, vm: &'a Packed) -> Own<'a> {
-    let [won, lost, fresh, capture_win, held] = planes else { unreachable!("a window has five plane lanes") };
-    Own {
-        plane_map: pm,
-        value_map: vm,
-        won: won.words_mut(),
-        lost: lost.words_mut(),
-        fresh: fresh.words_mut(),
-        capture_win: capture_win.words_mut(),
-        held: held.words_mut(),
-        values: values.bytes_mut(),
-    }
-}
-
 /// Resident lanes as the own lanes of the whole material.
 fn own_resident<'a>(lanes: &'a mut ResidentLanes, pm: &'a dyn SegmentMap, vm: &'a dyn SegmentMap) -> Own<'a> {
     Own {
@@ -909,22 +731,14 @@ fn initialize(
                     let CapturedValues::OnDisk(file) = c.values else { unreachable!("streamed pairs stream captures") };
                     let (first_byte, len) = window.load_slice(disk, |_| file, c.layout, range)?;
                     let map = Span { layout: c.layout, first_byte, element_bytes: 1 };
-                    let Window { planes, values, slice, .. } = &mut *window;
-                    let region = ReadRegion { map: &map, data: &slice.bytes()[..len] };
-                    let own = own_window(planes, values, &pm, &vm);
-                    run_fold(moves, &work.index, &units, own, c.index, &region, 1 << row);
+                    let Window { owns, slices, .. } = &mut *window;
+                    let region = ReadRegion { map: &map, data: &slices[0].bytes()[..len] };
+                    run_fold(moves, &work.index, &units, owns[0].own(&pm, &vm), c.index, &region, 1 << row);
                 }
             }
-            let own = own_window(&mut window.planes, &mut window.values, &pm, &vm);
-            let reports = run_init(rules, moves, &work.index, &units, own);
-            window.store(
-                disk,
-                work,
-                &pm,
-                &vm,
-                &[Lane::Won, Lane::Lost, Lane::Fresh, Lane::CaptureWin, Lane::Values],
-                |_| true,
-            )?;
+            let reports = run_init(rules, moves, &work.index, &units, window.owns[0].own(&pm, &vm));
+            let written = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::CaptureWin, Lane::Values];
+            window.store(disk, work, (&pm, &vm), &written, |_| true)?;
             total = UnitReport::merge(total, record(work, &units, &reports, false));
         }
     }
@@ -988,32 +802,97 @@ fn step(
                 own_sides: &this_ref.sides,
                 may_skip: depth > 2,
             };
+            // The step's jobs: batches of groups to visit, each with its
+            // landing slice (a range of the mirror's groups).
+            let mut jobs: Vec<(Range<usize>, Vec<usize>)> = Vec::new();
             for (opponent_counts, groups) in schedule::opponent_slices(&this_ref.index) {
                 let visit = groups_to_visit(this_ref, target, depth, &groups);
                 if visit.is_empty() {
                     continue;
                 }
                 let range = target_slices.get(&schedule::landing_slice_counts(&opponent_counts, None));
-                let file_of = |g| target.files().read_file(landing_lane, g);
-                let (first_byte, len) = window.load_slice(disk, file_of, &target.planes, range)?;
+                jobs.extend(window.batches(this_ref, &visit).into_iter().map(|batch| (range.clone(), batch)));
+            }
+            let file_of = |g| target.files().read_file(landing_lane, g);
+            let stages = window.owns.len();
+            // Job k computes in window k % stages; its slice buffer is the
+            // previous job's if the slice is the same, else the other one
+            // (so with two, the next slice is read while the current is used).
+            let mut slice_of: Vec<usize> = Vec::with_capacity(jobs.len());
+            for k in 0..jobs.len() {
+                slice_of.push(match k {
+                    0 => 0,
+                    _ if jobs[k - 1].0 == jobs[k].0 => slice_of[k - 1],
+                    _ => (slice_of[k - 1] + 1) % stages,
+                });
+            }
+            let Window { owns, slices, io } = &mut *window;
+            // Lane byte offset and length of the slice each buffer holds.
+            let mut slice_at = vec![(0u64, 0usize); stages];
+            // Maps of the job loaded next.
+            let mut loaded: Option<(Packed, Packed)> = None;
+            if let Some((range, batch)) = jobs.first() {
+                let (pm, vm, mut requests) = owns[0].plan_load(this_ref, batch, read, io);
+                let (at, slice_requests) = plan_slice(&mut slices[0], file_of, &target.planes, range.clone(), io);
+                slice_at[0] = at;
+                requests.extend(slice_requests);
+                disk.read_many(&mut requests)?;
+                loaded = Some((pm, vm));
+            }
+            for k in 0..jobs.len() {
+                let (pm, vm) = loaded.take().expect("every job is loaded before it runs");
+                let units = units_of(&this_ref.index, &jobs[k].1);
+                let (w, sb) = (k % stages, slice_of[k]);
+                let (first_byte, len) = slice_at[sb];
                 let map = Span { layout: &target.planes, first_byte, element_bytes: 4 };
-                for batch in window.batches(this_ref, &visit) {
-                    let (pm, vm) = window.load(disk, this_ref, &batch, read)?;
-                    let units = units_of(&this_ref.index, &batch);
-                    let Window { planes, values, slice, .. } = &mut *window;
-                    let region = ReadRegion { map: &map, data: &slice.words()[..len / 4] };
-                    let own = own_window(planes, values, &pm, &vm);
-                    let reports = run_step(&input, &this_ref.index, &units, own, Some((&target.index, region)));
-                    // Groups the step left as they were need no writing. (A
-                    // loss step does not read `fresh`, so an unwritten group
-                    // keeps the losses of an earlier loss step there, as an
-                    // unvisited group does; see DESIGN.md on why that is
-                    // harmless.)
-                    let changed: BTreeSet<usize> =
-                        units.iter().zip(&reports).filter(|(_, r)| r.modified).map(|(u, _)| u.0).collect();
-                    window.store(disk, this_ref, &pm, &vm, written, |g| changed.contains(&g))?;
-                    results.push((units, reports));
+                let reports = if stages == 2 && k + 1 < jobs.len() {
+                    // Read job k + 1 into the other window (and slice buffer,
+                    // if its slice is new) on a thread of its own while the
+                    // workers compute job k.
+                    let (own_now, own_next) = pair_mut(owns, w);
+                    let (slice_now, slice_next) = pair_mut(slices, sb);
+                    let (next_pm, next_vm, mut requests) = own_next.plan_load(this_ref, &jobs[k + 1].1, read, io);
+                    if slice_of[k + 1] != sb {
+                        let next_range = jobs[k + 1].0.clone();
+                        let (at, slice_requests) = plan_slice(slice_next, file_of, &target.planes, next_range, io);
+                        slice_at[slice_of[k + 1]] = at;
+                        requests.extend(slice_requests);
+                    }
+                    let region = ReadRegion { map: &map, data: &slice_now.words()[..len / 4] };
+                    let own = own_now.own(&pm, &vm);
+                    let (reports, read) = std::thread::scope(|scope| {
+                        let reader = scope.spawn(|| disk.read_many(&mut requests));
+                        let reports = run_step(&input, &this_ref.index, &units, own, Some((&target.index, region)));
+                        (reports, reader.join())
+                    });
+                    read.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+                    loaded = Some((next_pm, next_vm));
+                    reports
+                } else {
+                    let region = ReadRegion { map: &map, data: &slices[sb].words()[..len / 4] };
+                    run_step(&input, &this_ref.index, &units, owns[w].own(&pm, &vm), Some((&target.index, region)))
+                };
+                // Groups the step left as they were need no writing. (A loss
+                // step does not read `fresh`, so an unwritten group keeps the
+                // losses of an earlier loss step there, as an unvisited group
+                // does; see DESIGN.md on why that is harmless.)
+                let changed: BTreeSet<usize> =
+                    units.iter().zip(&reports).filter(|(_, r)| r.modified).map(|(u, _)| u.0).collect();
+                owns[w].store(disk, this_ref, (&pm, &vm), written, |g| changed.contains(&g), io)?;
+                if stages == 1 && k + 1 < jobs.len() {
+                    // One window: read the next job only now that this one
+                    // is stored.
+                    let (next_pm, next_vm, mut requests) = owns[0].plan_load(this_ref, &jobs[k + 1].1, read, io);
+                    if jobs[k + 1].0 != jobs[k].0 {
+                        let next_range = jobs[k + 1].0.clone();
+                        let (at, slice_requests) = plan_slice(&mut slices[0], file_of, &target.planes, next_range, io);
+                        slice_at[0] = at;
+                        requests.extend(slice_requests);
+                    }
+                    disk.read_many(&mut requests)?;
+                    loaded = Some((next_pm, next_vm));
                 }
+                results.push((units, reports));
             }
             disk.drain()?;
         }
@@ -1024,6 +903,12 @@ fn step(
         visited += units.iter().map(|u| u.0).collect::<BTreeSet<_>>().len() as u64;
     }
     Ok((decided, visited))
+}
+
+/// Both elements of a two-element slice, element `i` first.
+fn pair_mut<T>(pair: &mut [T], i: usize) -> (&mut T, &mut T) {
+    let [a, b] = pair else { unreachable!("two windows") };
+    if i == 0 { (a, b) } else { (b, a) }
 }
 
 /// Undecided states become draws.
@@ -1039,8 +924,8 @@ fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result
         Some((window, disk)) => {
             for batch in window.batches(work, &all) {
                 let (pm, vm) = window.load(disk, work, &batch, &[Lane::Won, Lane::Lost, Lane::Values])?;
-                run_finish(&batch, own_window(&mut window.planes, &mut window.values, &pm, &vm));
-                window.store(disk, work, &pm, &vm, &[Lane::Values], |_| true)?;
+                run_finish(&batch, window.owns[0].own(&pm, &vm));
+                window.store(disk, work, (&pm, &vm), &[Lane::Values], |_| true)?;
             }
             disk.drain()?;
         }
@@ -1221,6 +1106,12 @@ pub fn solve_with(
         Some(dir) => Some(checkpoint::Checkpoint::open(dir, rules, max_per_side, config.resume)?),
         None => None,
     };
+    let to_solve = Material::all_up_to(max_per_side)
+        .into_iter()
+        .filter(|m| !checkpoint.as_ref().is_some_and(|cp| cp.is_finished(*m)))
+        .map(|m| MaterialIndex::new(m).layouts())
+        .sum();
+    progress(Progress::RunStarted { layouts: to_solve });
     let mut solved: BTreeMap<Material, FinishedMaterial> = BTreeMap::new();
     let mut io = IoTotals::default();
     let mut streamed_pairs = 0;
@@ -1325,11 +1216,16 @@ pub fn solve_with(
             if budget < minimum {
                 return Err(SolveError::BudgetTooSmall { budget_bytes: budget, minimum_bytes: minimum });
             }
-            // Share what is left over between the lanes, 4 bytes per layout
-            // for each plane and 30 for the values.
-            let spare = (budget - minimum) / (5 * 4 + CARD_STATES as u64);
+            // Two windows and slice buffers if the budget holds them, so
+            // reading overlaps computing; one otherwise.
+            let stage = 5 * plane + value + slice;
+            let stages = if budget >= 2 * stage + io_bytes { 2 } else { 1 };
+            // Share what is left over between the windows' lanes, 4 bytes
+            // per layout for each plane and 30 for the values.
+            let spare = (budget - stages * stage - io_bytes) / stages / (5 * 4 + CARD_STATES as u64);
             let align = |b: u64| b / SEGMENT_ALIGN_BYTES * SEGMENT_ALIGN_BYTES;
-            Some(Window::new(plane + align(spare * 4), value + align(spare * CARD_STATES as u64), slice)?)
+            let (plane_bytes, value_bytes) = (plane + align(spare * 4), value + align(spare * CARD_STATES as u64));
+            Some(Window::new(stages as usize, plane_bytes, value_bytes, slice)?)
         } else {
             None
         };

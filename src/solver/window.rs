@@ -1,0 +1,257 @@
+//! The memory a streamed pair is solved in, allocated once from the budget:
+//! windows of own group segments (five planes and the values) and slice
+//! buffers for landing (or captured) slices, and the reads and writes that
+//! move segments between them and the work files.
+//!
+//! Owns the packing of a batch of groups into a window and the read
+//! requests that fill it; knows nothing of moves or steps. With two windows
+//! and two slice buffers the solver reads the next batch while it computes
+//! the current one (see `step` in the parent module).
+
+use super::disk::{AlignedBuf, DiskIo};
+use super::lanes::{Lane, LaneLayout, SegmentMap, carve_mut};
+use super::work_files::PLANE_LANES;
+use super::{IoTotals, Own, SolveError, Work};
+use crate::blockio::FileId;
+use crate::rules::CARD_STATES;
+use std::ops::Range;
+
+/// A read of a file range into memory, for [`DiskIo::read_many`].
+pub(super) type ReadRequest<'a> = (FileId, Range<u64>, &'a mut [u8]);
+
+/// Where the lanes of a region of groups are in a window: group, element range.
+pub(super) struct Packed {
+    entries: Vec<(usize, Range<usize>)>,
+}
+
+impl SegmentMap for Packed {
+    fn elements(&self, g: usize) -> Range<usize> {
+        let at = self.entries.binary_search_by_key(&g, |e| e.0).expect("group is in the window");
+        self.entries[at].1.clone()
+    }
+}
+
+/// One window: a batch's segments of the five planes (won, lost, fresh,
+/// capture-win, held) and of the values.
+pub(super) struct OwnBuffers {
+    planes: Vec<AlignedBuf>,
+    values: AlignedBuf,
+}
+
+/// The streamed pair's buffers.
+pub(super) struct Window {
+    /// One window, or two: then the next batch is read into one while the
+    /// current batch is computed in the other.
+    pub owns: Vec<OwnBuffers>,
+    /// Slice buffers, as many as windows.
+    pub slices: Vec<AlignedBuf>,
+    pub io: IoTotals,
+}
+
+impl Window {
+    /// `stages` (1 or 2) windows of five `plane_bytes` and one `value_bytes`
+    /// buffer, and as many slice buffers of `slice_bytes`.
+    pub fn new(stages: usize, plane_bytes: u64, value_bytes: u64, slice_bytes: u64) -> Result<Window, SolveError> {
+        let mut owns = Vec::new();
+        let mut slices = Vec::new();
+        for _ in 0..stages {
+            let planes = (0..5).map(|_| AlignedBuf::zeroed(plane_bytes as usize)).collect::<Result<_, _>>()?;
+            owns.push(OwnBuffers { planes, values: AlignedBuf::zeroed(value_bytes as usize)? });
+            slices.push(AlignedBuf::zeroed(slice_bytes as usize)?);
+        }
+        Ok(Window { owns, slices, io: IoTotals::default() })
+    }
+
+    /// Splits `groups` into batches whose segments fit one window.
+    pub fn batches(&self, work: &Work, groups: &[usize]) -> Vec<Vec<usize>> {
+        let (plane_cap, value_cap) = (self.owns[0].planes[0].len() as u64, self.owns[0].values.len() as u64);
+        let mut out: Vec<Vec<usize>> = Vec::new();
+        let (mut planes, mut values) = (0u64, 0u64);
+        for &g in groups {
+            let p = padded_len(&work.planes, g);
+            let v = padded_len(&work.values, g);
+            assert!(p <= plane_cap && v <= value_cap, "the budget check admits every group");
+            if out.is_empty() || planes + p > plane_cap || values + v > value_cap {
+                out.push(Vec::new());
+                (planes, values) = (0, 0);
+            }
+            out.last_mut().expect("pushed above").push(g);
+            planes += p;
+            values += v;
+        }
+        out
+    }
+
+    /// Brings the segments of `batch` into the first window: reads `lanes`,
+    /// zeroes the others. Returns the plane and value maps.
+    pub fn load(
+        &mut self,
+        disk: &mut DiskIo,
+        work: &Work,
+        batch: &[usize],
+        lanes: &[Lane],
+    ) -> Result<(Packed, Packed), SolveError> {
+        let (pm, vm, mut requests) = self.owns[0].plan_load(work, batch, lanes, &mut self.io);
+        disk.read_many(&mut requests)?;
+        Ok((pm, vm))
+    }
+
+    /// Writes `lanes` of the first window's segments of the groups for which
+    /// `changed` holds back to the work files.
+    pub fn store(
+        &mut self,
+        disk: &mut DiskIo,
+        work: &Work,
+        maps: (&Packed, &Packed),
+        lanes: &[Lane],
+        changed: impl Fn(usize) -> bool,
+    ) -> Result<(), SolveError> {
+        self.owns[0].store(disk, work, maps, lanes, changed, &mut self.io)
+    }
+
+    /// Reads the groups `groups` of a lane into the first slice buffer; see
+    /// [`plan_slice`].
+    pub fn load_slice(
+        &mut self,
+        disk: &mut DiskIo,
+        file_of: impl Fn(usize) -> FileId,
+        layout: &LaneLayout,
+        groups: Range<usize>,
+    ) -> Result<(u64, usize), SolveError> {
+        let (at, mut requests) = plan_slice(&mut self.slices[0], file_of, layout, groups, &mut self.io);
+        disk.read_many(&mut requests)?;
+        Ok(at)
+    }
+}
+
+impl OwnBuffers {
+    /// Packs `batch` into this window: zeroes the lanes not in `lanes` and
+    /// returns the plane and value maps and the reads that fill the others.
+    pub fn plan_load<'a>(
+        &'a mut self,
+        work: &Work,
+        batch: &[usize],
+        lanes: &[Lane],
+        io: &mut IoTotals,
+    ) -> (Packed, Packed, Vec<ReadRequest<'a>>) {
+        let (mut plane_entries, mut value_entries) = (Vec::new(), Vec::new());
+        let (mut plane_bytes, mut value_bytes) = (Vec::new(), Vec::new());
+        let (mut p_at, mut v_at) = (0usize, 0usize);
+        for &g in batch {
+            let p_len = padded_len(&work.planes, g) as usize;
+            let v_len = padded_len(&work.values, g) as usize;
+            let layouts = work.index.groups()[g].layouts as usize;
+            plane_entries.push((g, p_at / 4..p_at / 4 + layouts));
+            value_entries.push((g, v_at..v_at + layouts * CARD_STATES));
+            plane_bytes.push(p_at..p_at + p_len);
+            value_bytes.push(v_at..v_at + v_len);
+            p_at += p_len;
+            v_at += v_len;
+        }
+        let mut requests = Vec::new();
+        let buffers = self.planes.iter_mut().zip(PLANE_LANES).chain([(&mut self.values, Lane::Values)]);
+        for (buffer, lane) in buffers {
+            let (ranges, layout) =
+                if lane == Lane::Values { (&value_bytes, &work.values) } else { (&plane_bytes, &work.planes) };
+            let segments = carve_mut(buffer.bytes_mut(), ranges.iter().cloned());
+            for (&g, into) in batch.iter().zip(segments) {
+                if lanes.contains(&lane) {
+                    io.bytes_read += into.len() as u64;
+                    requests.push((work.files().read_file(lane, g), layout.span(g..g + 1), into));
+                } else {
+                    into.fill(0);
+                }
+            }
+        }
+        (Packed { entries: plane_entries }, Packed { entries: value_entries }, requests)
+    }
+
+    /// Queues writes of `lanes` of the segments of the groups for which
+    /// `changed` holds.
+    pub fn store(
+        &self,
+        disk: &mut DiskIo,
+        work: &Work,
+        (plane_map, value_map): (&Packed, &Packed),
+        lanes: &[Lane],
+        changed: impl Fn(usize) -> bool,
+        io: &mut IoTotals,
+    ) -> Result<(), SolveError> {
+        for (i, &lane) in PLANE_LANES.iter().enumerate() {
+            if !lanes.contains(&lane) {
+                continue;
+            }
+            for (g, range) in plane_map.entries.iter().filter(|(g, _)| changed(*g)) {
+                let len = padded_len(&work.planes, *g) as usize;
+                let from = &self.planes[i].bytes()[range.start * 4..range.start * 4 + len];
+                disk.write(work.files().write_file(lane, *g), work.planes.segment(*g).start, from)?;
+                io.bytes_written += len as u64;
+            }
+        }
+        if lanes.contains(&Lane::Values) {
+            for (g, range) in value_map.entries.iter().filter(|(g, _)| changed(*g)) {
+                let len = padded_len(&work.values, *g) as usize;
+                let from = &self.values.bytes()[range.start..range.start + len];
+                disk.write(work.files().write_file(Lane::Values, *g), work.values.segment(*g).start, from)?;
+                io.bytes_written += len as u64;
+            }
+        }
+        Ok(())
+    }
+
+    /// The window as the own lanes of a batch.
+    pub fn own<'a>(&'a mut self, pm: &'a Packed, vm: &'a Packed) -> Own<'a> {
+        let [won, lost, fresh, capture_win, held] = &mut self.planes[..] else {
+            unreachable!("a window has five plane lanes")
+        };
+        Own {
+            plane_map: pm,
+            value_map: vm,
+            won: won.words_mut(),
+            lost: lost.words_mut(),
+            fresh: fresh.words_mut(),
+            capture_win: capture_win.words_mut(),
+            held: held.words_mut(),
+            values: self.values.bytes_mut(),
+        }
+    }
+}
+
+/// Plans reading the groups `groups` of a lane (one contiguous range;
+/// group g from file `file_of(g)`, one request per run of groups in the
+/// same file) into `slice`. Returns the lane byte offset the buffer starts
+/// at, the byte length, and the reads.
+pub(super) fn plan_slice<'a>(
+    slice: &'a mut AlignedBuf,
+    file_of: impl Fn(usize) -> FileId,
+    layout: &LaneLayout,
+    groups: Range<usize>,
+    io: &mut IoTotals,
+) -> ((u64, usize), Vec<ReadRequest<'a>>) {
+    if groups.is_empty() {
+        return ((0, 0), Vec::new());
+    }
+    let span = layout.span(groups.clone());
+    let len = (span.end - span.start) as usize;
+    let mut runs: Vec<(FileId, Range<usize>)> = Vec::new();
+    for g in groups {
+        match runs.last_mut() {
+            Some((file, run)) if *file == file_of(g) => run.end = g + 1,
+            _ => runs.push((file_of(g), g..g + 1)),
+        }
+    }
+    let ranges = runs.iter().map(|(_, run)| {
+        let bytes = layout.span(run.clone());
+        (bytes.start - span.start) as usize..(bytes.end - span.start) as usize
+    });
+    let parts = carve_mut(&mut slice.bytes_mut()[..len], ranges);
+    let requests = runs.iter().zip(parts).map(|((file, run), into)| (*file, layout.span(run.clone()), into)).collect();
+    io.bytes_read += len as u64;
+    ((span.start, len), requests)
+}
+
+/// Bytes a group's segment takes with its padding.
+pub(super) fn padded_len(layout: &LaneLayout, g: usize) -> u64 {
+    let span = layout.span(g..g + 1);
+    span.end - span.start
+}
