@@ -635,42 +635,65 @@ fn minimum_budget(max_per_side: usize, io_block: u64) -> u64 {
                 (index, values)
             })
             .collect();
-        let (plane, value, slice) =
-            lane_minimum(layouts.iter().map(|(i, p, v)| (i, p, v)), captured.iter().map(|(i, v)| (i, v)));
-        minimum = minimum.max(5 * plane + value + slice + io_block * IO_BLOCKS as u64);
+        let needs = lane_minimum(layouts.iter().map(|(i, p, v)| (i, p, v)), captured.iter().map(|(i, v)| (i, v)));
+        minimum = minimum.max(needs.first_stage() + io_block * IO_BLOCKS as u64);
     }
     minimum
 }
 
-/// (largest padded plane segment, largest padded value segment, largest
-/// slice) over the given materials and captured materials.
+/// The smallest buffers a streamed pair can be solved in (bytes).
+#[derive(Clone, Copy)]
+struct BufferNeeds {
+    /// Largest padded plane segment of a group.
+    plane: u64,
+    /// Largest padded value segment of a group.
+    value: u64,
+    /// Largest landing slice (of a plane lane): what a step reads.
+    landing_slice: u64,
+    /// Largest captured slice (of a value lane): what initialisation reads.
+    captured_slice: u64,
+}
+
+impl BufferNeeds {
+    /// The first window and slice buffer: steps, initialisation, finishing.
+    fn first_stage(&self) -> u64 {
+        5 * self.plane + self.value + self.landing_slice.max(self.captured_slice)
+    }
+
+    /// The second window and slice buffer: steps only.
+    fn second_stage(&self) -> u64 {
+        5 * self.plane + self.value + self.landing_slice
+    }
+}
+
+/// The buffers the given materials and their captured materials need.
 fn lane_minimum<'a>(
     works: impl Iterator<Item = (&'a MaterialIndex, &'a LaneLayout, &'a LaneLayout)>,
     captured: impl Iterator<Item = (&'a MaterialIndex, &'a LaneLayout)>,
-) -> (u64, u64, u64) {
-    let (mut plane, mut value, mut slice) = (0u64, 0u64, 0u64);
+) -> BufferNeeds {
+    let mut needs = BufferNeeds { plane: 0, value: 0, landing_slice: 0, captured_slice: 0 };
     for (index, planes, values) in works {
         for g in 0..index.groups().len() {
-            plane = plane.max(padded_len(planes, g));
-            value = value.max(padded_len(values, g));
+            needs.plane = needs.plane.max(padded_len(planes, g));
+            needs.value = needs.value.max(padded_len(values, g));
         }
         for range in MoverSlices::new(index).all() {
             let span = planes.span(range.clone());
-            slice = slice.max(span.end - span.start);
+            needs.landing_slice = needs.landing_slice.max(span.end - span.start);
         }
     }
     for (index, values) in captured {
         for range in MoverSlices::new(index).all() {
             let span = values.span(range.clone());
-            slice = slice.max(span.end - span.start);
+            needs.captured_slice = needs.captured_slice.max(span.end - span.start);
         }
     }
-    (plane, value, slice)
+    needs
 }
 
-/// Memory a streamed pair needs: (window plane bytes, window value bytes,
-/// slice bytes) for the smallest window that holds any one group.
-fn streamed_minimum(works: &[Work], captured: &[Option<&FinishedMaterial>]) -> (u64, u64, u64) {
+/// Buffers a streamed pair needs, for the smallest window that holds any
+/// one group.
+fn streamed_minimum(works: &[Work], captured: &[Option<&FinishedMaterial>]) -> BufferNeeds {
     lane_minimum(
         works.iter().map(|w| (&w.index, &w.planes, &w.values)),
         captured.iter().flatten().map(|c| (&c.index, &c.values_layout)),
@@ -1209,23 +1232,26 @@ pub fn solve_with(
             .collect();
         let mut window = if streamed {
             let finished: Vec<Option<&FinishedMaterial>> = members.iter().map(|&m| captured_of(m)).collect();
-            let (plane, value, slice) = streamed_minimum(&works, &finished);
+            let needs = streamed_minimum(&works, &finished);
             let io_bytes = io_block * IO_BLOCKS as u64;
-            let minimum = 5 * plane + value + slice + io_bytes;
+            let minimum = needs.first_stage() + io_bytes;
             let budget = config.budget_bytes.unwrap_or(minimum);
             if budget < minimum {
                 return Err(SolveError::BudgetTooSmall { budget_bytes: budget, minimum_bytes: minimum });
             }
             // Two windows and slice buffers if the budget holds them, so
-            // reading overlaps computing; one otherwise.
-            let stage = 5 * plane + value + slice;
-            let stages = if budget >= 2 * stage + io_bytes { 2 } else { 1 };
+            // reading overlaps computing; one otherwise. (The second slice
+            // buffer only ever holds landing slices.)
+            let two = minimum + needs.second_stage();
+            let (stages, fixed) = if budget >= two { (2, two) } else { (1, minimum) };
             // Share what is left over between the windows' lanes, 4 bytes
             // per layout for each plane and 30 for the values.
-            let spare = (budget - stages * stage - io_bytes) / stages / (5 * 4 + CARD_STATES as u64);
+            let spare = (budget - fixed) / stages / (5 * 4 + CARD_STATES as u64);
             let align = |b: u64| b / SEGMENT_ALIGN_BYTES * SEGMENT_ALIGN_BYTES;
-            let (plane_bytes, value_bytes) = (plane + align(spare * 4), value + align(spare * CARD_STATES as u64));
-            Some(Window::new(stages as usize, plane_bytes, value_bytes, slice)?)
+            let plane_bytes = needs.plane + align(spare * 4);
+            let value_bytes = needs.value + align(spare * CARD_STATES as u64);
+            let slices = [needs.landing_slice.max(needs.captured_slice), needs.landing_slice];
+            Some(Window::new(&slices[..stages as usize], plane_bytes, value_bytes)?)
         } else {
             None
         };

@@ -49,12 +49,12 @@ pub(super) struct Window {
 }
 
 impl Window {
-    /// `stages` (1 or 2) windows of five `plane_bytes` and one `value_bytes`
-    /// buffer, and as many slice buffers of `slice_bytes`.
-    pub fn new(stages: usize, plane_bytes: u64, value_bytes: u64, slice_bytes: u64) -> Result<Window, SolveError> {
+    /// One window (of five `plane_bytes` and one `value_bytes` buffer) and
+    /// slice buffer per element of `slice_bytes` (1 or 2), of those sizes.
+    pub fn new(slice_bytes: &[u64], plane_bytes: u64, value_bytes: u64) -> Result<Window, SolveError> {
         let mut owns = Vec::new();
         let mut slices = Vec::new();
-        for _ in 0..stages {
+        for &slice_bytes in slice_bytes {
             let planes = (0..5).map(|_| AlignedBuf::zeroed(plane_bytes as usize)).collect::<Result<_, _>>()?;
             owns.push(OwnBuffers { planes, values: AlignedBuf::zeroed(value_bytes as usize)? });
             slices.push(AlignedBuf::zeroed(slice_bytes as usize)?);
