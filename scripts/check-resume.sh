@@ -12,6 +12,7 @@ men=${1:-6}
 size=${2:-32MiB}
 depth=${3:-20}
 cd "$(dirname "$0")/.."
+source scripts/same-shards.sh
 cargo build --release --quiet
 bin=target/release/onitb
 work=$(mktemp -d -p "$PWD/target")
@@ -44,10 +45,5 @@ read -r pair at <<<"$(recorded)"
 echo "killed inside $pair after the checkpoint of depth $at; resuming"
 "$bin" generate --men "$men" --mem "$size" --work "$work/w" --out "$work/streamed" --resume 2>&1 |
   grep -E 'resumed|^summary'
-count=0
-for shard in "$work"/memory/*; do
-  cmp "$shard" "$work/streamed/$(basename "$shard")"
-  count=$((count + 1))
-done
-[ "$count" -gt 0 ] && [ "$(ls "$work/streamed" | wc -l)" -eq "$count" ]
+count=$(same_shards "$work/memory" "$work/streamed")
 echo "identical: $count shards of the $men-men table, in memory and streamed, killed and resumed"

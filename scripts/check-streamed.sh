@@ -12,6 +12,7 @@ men=${1:-6}
 size=${2:-32MiB}
 shift $(( $# > 2 ? 2 : $# )) || true
 cd "$(dirname "$0")/.."
+source scripts/same-shards.sh
 cargo build --release --quiet
 bin=target/release/onitb
 # Scratch space on the project disk (not a tmpfs: O_DIRECT and real I/O).
@@ -19,10 +20,5 @@ work=$(mktemp -d -p "$PWD/target")
 trap 'rm -rf "$work"' EXIT
 "$bin" generate --men "$men" --out "$work/memory" --quiet "$@" >/dev/null
 "$bin" generate --men "$men" --mem "$size" --work "$work/w" --out "$work/streamed" --quiet "$@" | grep '^summary'
-count=0
-for shard in "$work"/memory/*; do
-  cmp "$shard" "$work/streamed/$(basename "$shard")"
-  count=$((count + 1))
-done
-[ "$count" -gt 0 ] && [ "$(ls "$work/streamed" | wc -l)" -eq "$count" ]
+count=$(same_shards "$work/memory" "$work/streamed")
 echo "identical: $count shards of the $men-men table, in memory and streamed under $size"
