@@ -140,6 +140,34 @@ fn runs_killed_inside_a_streamed_pair_resume_from_its_last_checkpointed_step() {
 }
 
 #[test]
+fn a_pair_checkpointed_streamed_may_be_resumed_in_memory() {
+    let root = tempfile::tempdir().unwrap();
+    let (work, out, reference) = (root.path().join("w"), root.path().join("out"), root.path().join("reference"));
+    let run = |mem: &str, out: &Path, resume: bool| {
+        let mut command = onitb();
+        command.args(["generate", "--men", "4", "--quiet", "--checkpoint-every", "0", "--mem", mem]);
+        command.args(["--work".as_ref(), work.as_os_str(), "--out".as_ref(), out.as_os_str()]);
+        if resume {
+            command.arg("--resume");
+        }
+        command.stdout(Stdio::null()).stderr(Stdio::null());
+        command
+    };
+    let mut child = run("8MiB", &out, false).spawn().unwrap();
+    while checkpointed_depth(&work).is_none_or(|d| d < 5) {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before 2v2 was checkpointed");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // 64 MiB holds 2v2 (15 MB of lanes): the pair is redone in memory.
+    assert!(run("64MiB", &out, true).status().unwrap().success());
+    assert!(!work.exists(), "the streamed attempt's plane files are removed too");
+    assert!(run("64MiB", &reference, false).status().unwrap().success());
+    assert_eq!(shards(&reference), shards(&out));
+}
+
+#[test]
 fn resume_refuses_other_arguments_and_fresh_runs_refuse_old_work() {
     let root = tempfile::tempdir().unwrap();
     let work = root.path().join("w");

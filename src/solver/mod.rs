@@ -1282,6 +1282,9 @@ pub fn solve_with(
                     file.write(0, &buffer.bytes()[..lanes.values.len()])?;
                     io.bytes_written += lanes.values.len() as u64;
                     file.sync()?;
+                    // Plane files of an earlier streamed attempt (resumed
+                    // with a budget that now holds the pair) are not needed.
+                    work_files::remove_planes(dir, material);
                     FinishedValues::OnDisk(file)
                 }
                 (Some(dir), Storage::OnDisk(files)) => {
