@@ -7,15 +7,16 @@
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use onitb::blockio::{IoChoice, format_size, parse_size};
+use onitb::compress::CompressedShardWriter;
 use onitb::compress::{self, ShardSizes};
-use onitb::format::Content;
+use onitb::format::{Content, ShardHeader};
 use onitb::index::Material;
 use onitb::notation::{self, Colour, Setup};
 use onitb::probe::MoveValue;
 use onitb::rules::{CardSet, MAX_PIECES_PER_SIDE, NoMoveRule, Outcome, Rules};
-use onitb::shard::TableFiles;
+use onitb::shard::{self, TableFiles};
 use onitb::solver::{self, IoTotals, Progress, SolveConfig};
-use onitb::store::{self, OutputDir, RawShardWriter};
+use onitb::store::{self, OutputDir, RawShardWriter, StoreError};
 use onitb::{Stats, Tablebase, Value, verify};
 use serde::Serialize;
 use std::collections::HashSet;
@@ -152,6 +153,16 @@ struct GenerateArgs {
     /// uring or pread.
     #[arg(long, value_name = "IO", default_value = "auto")]
     io: String,
+    /// Write the table as compressed shards straight away (zstd LEVEL,
+    /// default 19; as `onitb compress` would), not as raw shards.
+    #[arg(
+        long,
+        value_name = "LEVEL",
+        num_args = 0..=1,
+        default_missing_value = "19",
+        allow_negative_numbers = true
+    )]
+    compress: Option<i32>,
     /// Least seconds between checkpoints inside a streamed material (0:
     /// after every step); `kill -9` loses at most about this much work.
     #[arg(long, value_name = "SECS", default_value_t = solver::CHECKPOINT_EVERY_DEFAULT.as_secs())]
@@ -405,6 +416,10 @@ fn generate(args: GenerateArgs) -> Result<()> {
     let io: IoChoice = args.io.parse().map_err(|e: String| anyhow::anyhow!("--io: {e}"))?;
     set_threads(args.threads)?;
     // Fail on a bad output path now, not after the solve.
+    if let Some(level) = args.compress {
+        // Now, not after the solve.
+        compress::check_level(level, &args.out)?;
+    }
     let out = OutputDir::prepare(&args.out)?;
     let reporter = Reporter {
         quiet: args.quiet,
@@ -431,16 +446,33 @@ fn generate(args: GenerateArgs) -> Result<()> {
     let target = out.target().to_path_buf();
     let mut total = Stats::default();
     let mut per = Vec::new();
+    let context = args.compress.map(|_| shard::Context::new(rules, max_per_side));
     for finished in &solved.materials {
         let material = finished.material();
-        let path = out.path_for(&store::shard_name(material));
-        let mut writer = RawShardWriter::create(&path, &rules, max_per_side, material)?;
         let mut stats = Stats::default();
-        finished.for_each_chunk(|chunk| {
-            stats = Stats::merge(stats, Stats::of_values(chunk));
-            writer.write_values(chunk).map_err(anyhow::Error::from)
-        })?;
-        writer.finish()?;
+        match (args.compress, &context) {
+            (Some(level), Some(context)) => {
+                let path = out.path_for(&store::compressed_shard_name(material));
+                let header = ShardHeader::for_material(&rules, max_per_side, material)
+                    .map_err(|cause| StoreError::Format { path: path.clone(), cause })?;
+                let header = ShardHeader { block_crcs: Vec::new(), ..header };
+                let mut writer = CompressedShardWriter::create(&path, header, context, level, Content::Values)?;
+                finished.for_each_chunk(|chunk| {
+                    stats = Stats::merge(stats, Stats::of_values(chunk));
+                    writer.write_values(chunk).map_err(anyhow::Error::from)
+                })?;
+                writer.finish()?;
+            }
+            _ => {
+                let path = out.path_for(&store::shard_name(material));
+                let mut writer = RawShardWriter::create(&path, &rules, max_per_side, material)?;
+                finished.for_each_chunk(|chunk| {
+                    stats = Stats::merge(stats, Stats::of_values(chunk));
+                    writer.write_values(chunk).map_err(anyhow::Error::from)
+                })?;
+                writer.finish()?;
+            }
+        }
         total = Stats::merge(total, stats);
         per.push((material, stats));
     }

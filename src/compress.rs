@@ -19,7 +19,7 @@
 //! (128) 1.144 / 0.230, 255 1.144 / 0.203. Wins in one are mostly among
 //! wins, so 255 continues the runs around them.
 
-use crate::format::{CompressedHeader, Content, FormatError, Frame, LEVELS, ShardHeader};
+use crate::format::{BLOCK_BYTES, CompressedHeader, Content, FormatError, Frame, LEVELS, ShardHeader};
 use crate::index::MaterialIndex;
 use crate::rules::{CARD_STATES, CardTables, Rules, masters_end_game, winning_slots};
 use crate::shard::{Context, TableFiles};
@@ -30,7 +30,7 @@ use rayon::prelude::*;
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Value byte of a win in one ply.
 pub const WIN_IN_1: u8 = 255;
@@ -188,6 +188,14 @@ pub struct ShardSizes {
     pub file_bytes: u64,
 }
 
+/// Refuses a zstd level that `format` does not allow or zstd lacks.
+pub fn check_level(level: i32, path: &Path) -> Result<(), StoreError> {
+    if !LEVELS.contains(&level) || level > *zstd::compression_level_range().end() {
+        return Err(StoreError::Format { path: path.to_path_buf(), cause: FormatError::Level(level) });
+    }
+    Ok(())
+}
+
 /// Compresses the table in `input` (raw or compressed) into a new directory
 /// `output` of compressed shards, checking every block read and every
 /// recomputable value. `report` is called after each shard.
@@ -198,10 +206,7 @@ pub fn compress_table(
     content: Content,
     report: &(dyn Fn(ShardSizes) + Sync),
 ) -> Result<Vec<ShardSizes>, StoreError> {
-    if !LEVELS.contains(&level) || level > *zstd::compression_level_range().end() {
-        let cause = FormatError::Level(level);
-        return Err(StoreError::Format { path: output.to_path_buf(), cause });
-    }
+    check_level(level, output)?;
     let table = TableFiles::open(input)?;
     let out = OutputDir::prepare(output)?;
     let context = Context::new(table.rules, table.max_per_side);
@@ -211,7 +216,13 @@ pub fn compress_table(
             return Err(StoreError::Format { path: shard.path().to_path_buf(), cause: FormatError::WdlOnly });
         }
         let path = out.path_for(&compressed_shard_name(shard.material()));
-        let written = compress_shard(shard, &context, &path, level, content)?;
+        let header = ShardHeader { block_crcs: Vec::new(), ..shard.header().clone() };
+        let mut writer =
+            CompressedShardWriter::create(&path, header, &context, level, content)?.values_from(shard.path());
+        for block in 0..shard.block_count() {
+            writer.write_values(&shard.read_values(block, &context)?)?;
+        }
+        let written = writer.finish()?;
         report(written);
         sizes.push(written);
     }
@@ -219,62 +230,146 @@ pub fn compress_table(
     Ok(sizes)
 }
 
-fn compress_shard(
-    shard: &crate::shard::ShardFile,
-    context: &Context,
-    path: &Path,
+/// Writes a compressed shard from a material's value bytes, given in layout
+/// order in chunks of any size (from a raw shard, or straight from the
+/// solver): cuts them into blocks, compresses a batch of blocks at a time in
+/// parallel (checking recomputable values), writes the frames, and on
+/// `finish` the header with the seek table, then syncs. Holds at most a
+/// batch of blocks and their frames.
+pub struct CompressedShardWriter<'c> {
+    path: PathBuf,
+    /// Named in errors about the values themselves (a recomputable value
+    /// that disagrees with the rules): the input shard, when compressing one.
+    source: PathBuf,
+    file: File,
+    /// The shard's header, without block checksums (frames carry theirs).
+    header: ShardHeader,
+    context: &'c Context,
+    index: std::sync::Arc<MaterialIndex>,
     level: i32,
     content: Content,
-) -> Result<ShardSizes, StoreError> {
-    let io_error = |action| {
-        let path = path.to_path_buf();
-        move |cause| StoreError::Io { action, path, cause }
-    };
-    let format_error = |cause| StoreError::Format { path: shard.path().to_path_buf(), cause };
-    let index = context.index(shard.material());
-    let header = ShardHeader { block_crcs: Vec::new(), ..shard.header().clone() };
-    let blocks = shard.block_count();
-    let header_len = crate::format::compressed_header_len(blocks);
-    let mut file = File::create_new(path).map_err(io_error("create shard"))?;
-    file.write_all(&vec![0u8; header_len]).map_err(io_error("write shard"))?;
-    let batch = (BLOCKS_PER_THREAD * rayon::current_num_threads()).max(1);
-    let mut frames = Vec::with_capacity(blocks);
-    let mut offset = header_len as u64;
-    let mut states = 0u64;
-    for first in (0..blocks).step_by(batch) {
-        let chunk: Vec<usize> = (first..(first + batch).min(blocks)).collect();
-        // Reads are sequential; checking, transforming and compressing are
-        // parallel.
-        let values: Vec<Vec<u8>> = chunk.iter().map(|&b| shard.read_values(b, context)).collect::<Result<_, _>>()?;
-        states += values.par_iter().map(|v| v.iter().filter(|&&b| b != NO_VALUE).count() as u64).sum::<u64>();
-        let compressed: Vec<(Vec<u8>, Frame)> = chunk
+    /// Full blocks not compressed yet, and the block being filled.
+    pending: Vec<Vec<u8>>,
+    current: Vec<u8>,
+    /// Blocks compressed and written so far, and where the next frame goes.
+    frames: Vec<Frame>,
+    offset: u64,
+    written: u64,
+    states: u64,
+}
+
+impl<'c> CompressedShardWriter<'c> {
+    /// Creates `path` (which must not exist), with room for the header.
+    pub fn create(
+        path: &Path,
+        header: ShardHeader,
+        context: &'c Context,
+        level: i32,
+        content: Content,
+    ) -> Result<Self, StoreError> {
+        check_level(level, path)?;
+        let header_len = crate::format::compressed_header_len(header.block_count());
+        let mut file = File::create_new(path).map_err(write_error("create shard", path))?;
+        file.write_all(&vec![0u8; header_len]).map_err(write_error("write shard", path))?;
+        Ok(CompressedShardWriter {
+            path: path.to_path_buf(),
+            source: path.to_path_buf(),
+            file,
+            index: context.index(header.material),
+            header,
+            context,
+            level,
+            content,
+            pending: Vec::new(),
+            current: Vec::with_capacity(BLOCK_BYTES as usize),
+            frames: Vec::new(),
+            offset: header_len as u64,
+            written: 0,
+            states: 0,
+        })
+    }
+
+    /// Names `source` instead of the output in errors about the values.
+    pub fn values_from(mut self, source: &Path) -> Self {
+        self.source = source.to_path_buf();
+        self
+    }
+
+    /// Appends the next value bytes.
+    pub fn write_values(&mut self, values: &[u8]) -> Result<(), StoreError> {
+        let total = self.header.values_len();
+        if self.written + values.len() as u64 > total {
+            let extra = self.written + values.len() as u64 - total;
+            return Err(StoreError::Format { path: self.path.clone(), cause: FormatError::TrailingBytes { extra } });
+        }
+        let mut rest = values;
+        while !rest.is_empty() {
+            let block = self.frames.len() + self.pending.len();
+            let block_len = (self.header.block_range(block).end - self.header.block_range(block).start) as usize;
+            let take = rest.len().min(block_len - self.current.len());
+            self.current.extend_from_slice(&rest[..take]);
+            self.written += take as u64;
+            rest = &rest[take..];
+            if self.current.len() == block_len {
+                self.pending.push(std::mem::replace(&mut self.current, Vec::with_capacity(BLOCK_BYTES as usize)));
+                if self.pending.len() >= (BLOCKS_PER_THREAD * rayon::current_num_threads()).max(1) {
+                    self.flush()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Compresses the pending blocks in parallel and writes their frames.
+    fn flush(&mut self) -> Result<(), StoreError> {
+        let first = self.frames.len();
+        let (index, context, header) = (&self.index, self.context, &self.header);
+        let (level, content) = (self.level, self.content);
+        self.states +=
+            self.pending.par_iter().map(|v| v.iter().filter(|&&b| b != NO_VALUE).count() as u64).sum::<u64>();
+        let compressed: Vec<(Vec<u8>, Frame)> = self
+            .pending
             .par_iter()
-            .zip(values.par_iter())
-            .map(|(&block, values)| {
-                let stored = stored_bytes(&index, context, header.block_range(block), values, content)?;
+            .enumerate()
+            .map(|(i, values)| {
+                let stored = stored_bytes(index, context, header.block_range(first + i), values, content)?;
                 compress_frame(&stored, level)
             })
             .collect::<Result<_, _>>()
-            .map_err(format_error)?;
+            .map_err(|cause| StoreError::Format { path: self.source.clone(), cause })?;
+        self.pending.clear();
         for (bytes, mut frame) in compressed {
-            file.write_all(&bytes).map_err(io_error("write shard"))?;
-            frame.offset = offset;
-            offset += frame.len as u64;
-            frames.push(frame);
+            self.file.write_all(&bytes).map_err(write_error("write shard", &self.path))?;
+            frame.offset = self.offset;
+            self.offset += frame.len as u64;
+            self.frames.push(frame);
         }
+        Ok(())
     }
-    let compressed = CompressedHeader { shard: header, content, level, frames };
-    let bytes = compressed.to_bytes();
-    debug_assert_eq!(bytes.len(), header_len);
-    file.seek(SeekFrom::Start(0)).map_err(io_error("write shard"))?;
-    file.write_all(&bytes).map_err(io_error("write shard"))?;
-    file.sync_all().map_err(io_error("sync shard"))?;
-    Ok(ShardSizes {
-        material: shard.material(),
-        states,
-        value_bytes: compressed.shard.values_len(),
-        file_bytes: offset,
-    })
+
+    /// Checks that every value byte was given, writes the last frames and
+    /// the header, and syncs the file.
+    pub fn finish(mut self) -> Result<ShardSizes, StoreError> {
+        let expected = self.header.values_len();
+        if self.written != expected {
+            let cause = FormatError::ValuesLength { expected, got: self.written };
+            return Err(StoreError::Format { path: self.path.clone(), cause });
+        }
+        self.flush()?;
+        let material = self.header.material;
+        let compressed =
+            CompressedHeader { shard: self.header, content: self.content, level: self.level, frames: self.frames };
+        let bytes = compressed.to_bytes();
+        self.file.seek(SeekFrom::Start(0)).map_err(write_error("write shard", &self.path))?;
+        self.file.write_all(&bytes).map_err(write_error("write shard", &self.path))?;
+        self.file.sync_all().map_err(write_error("sync shard", &self.path))?;
+        Ok(ShardSizes { material, states: self.states, value_bytes: expected, file_bytes: self.offset })
+    }
+}
+
+fn write_error(action: &'static str, path: &Path) -> impl Fn(std::io::Error) -> StoreError {
+    let path = path.to_path_buf();
+    move |cause| StoreError::Io { action, path: path.clone(), cause }
 }
 
 #[cfg(test)]

@@ -86,6 +86,29 @@ fn generate_then_stats_gives_the_published_counts() {
 }
 
 #[test]
+fn generate_can_write_compressed_shards_the_same_as_compress_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    // Straight from the streamed solver, and raw then compressed.
+    succeeds(
+        cwd,
+        &["generate", "--men", "4", "--mem", "8MiB", "--work", "w", "--out", "direct", "--compress", "3", "--quiet"],
+    );
+    succeeds(cwd, &["generate", "--men", "4", "--out", "raw", "--quiet"]);
+    succeeds(cwd, &["compress", "raw", "after", "--level", "3", "--quiet"]);
+    assert_eq!(entries(&cwd.join("direct")), ["1v1.onitbz", "1v2.onitbz", "2v1.onitbz", "2v2.onitbz"]);
+    for name in entries(&cwd.join("direct")) {
+        let direct = std::fs::read(cwd.join("direct").join(&name)).unwrap();
+        assert!(direct == std::fs::read(cwd.join("after").join(&name)).unwrap(), "{name} differs");
+    }
+    assert_eq!(counts(&stats_json(cwd, "direct")["total"])[..5], [9_174_270, 3_787_692, 6_752_579, 2_419_523, 2_168]);
+    succeeds(cwd, &["verify", "direct"]);
+    // A level zstd lacks is refused before anything is solved.
+    fails(cwd, &["generate", "--men", "4", "--out", "bad", "--compress", "99"], "level");
+    assert!(!cwd.join("bad").exists());
+}
+
+#[test]
 fn bad_arguments_are_refused_and_leave_nothing_behind() {
     let tmp = tempfile::tempdir().unwrap();
     let cwd = tmp.path();
