@@ -55,7 +55,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use thiserror::Error;
-use window::{Packed, Window, padded_len, plan_slice};
+use window::{Packed, Window, minimum_budget, plan_slice, streamed_minimum};
 use work_files::MaterialFiles;
 
 /// Placements per unit of parallel work: big enough to amortise scheduling,
@@ -605,99 +605,6 @@ struct Captured<'a> {
 enum CapturedValues<'a> {
     Resident(&'a [u8]),
     OnDisk(FileId),
-}
-
-/// The smallest budget that streams every pair of a table (checked before
-/// solving, so that a run is not refused half-way).
-fn minimum_budget(max_per_side: usize, io_block: u64) -> u64 {
-    let mut minimum = 0;
-    for material in Material::all_up_to(max_per_side) {
-        if material.mover > material.opponent {
-            continue;
-        }
-        let members =
-            if material.mover == material.opponent { vec![material] } else { vec![material, material.flipped()] };
-        let layouts: Vec<(MaterialIndex, LaneLayout, LaneLayout)> = members
-            .iter()
-            .map(|&m| {
-                let index = MaterialIndex::new(m);
-                let planes = LaneLayout::new(&index, 4);
-                let values = LaneLayout::new(&index, CARD_STATES as u64);
-                (index, planes, values)
-            })
-            .collect();
-        let captured: Vec<(MaterialIndex, LaneLayout)> = members
-            .iter()
-            .filter(|m| m.opponent > 1)
-            .map(|m| {
-                let index = MaterialIndex::new(Material::new(m.opponent as usize - 1, m.mover as usize));
-                let values = LaneLayout::new(&index, CARD_STATES as u64);
-                (index, values)
-            })
-            .collect();
-        let needs = lane_minimum(layouts.iter().map(|(i, p, v)| (i, p, v)), captured.iter().map(|(i, v)| (i, v)));
-        minimum = minimum.max(needs.first_stage() + io_block * IO_BLOCKS as u64);
-    }
-    minimum
-}
-
-/// The smallest buffers a streamed pair can be solved in (bytes).
-#[derive(Clone, Copy)]
-struct BufferNeeds {
-    /// Largest padded plane segment of a group.
-    plane: u64,
-    /// Largest padded value segment of a group.
-    value: u64,
-    /// Largest landing slice (of a plane lane): what a step reads.
-    landing_slice: u64,
-    /// Largest captured slice (of a value lane): what initialisation reads.
-    captured_slice: u64,
-}
-
-impl BufferNeeds {
-    /// The first window and slice buffer: steps, initialisation, finishing.
-    fn first_stage(&self) -> u64 {
-        5 * self.plane + self.value + self.landing_slice.max(self.captured_slice)
-    }
-
-    /// The second window and slice buffer: steps only.
-    fn second_stage(&self) -> u64 {
-        5 * self.plane + self.value + self.landing_slice
-    }
-}
-
-/// The buffers the given materials and their captured materials need.
-fn lane_minimum<'a>(
-    works: impl Iterator<Item = (&'a MaterialIndex, &'a LaneLayout, &'a LaneLayout)>,
-    captured: impl Iterator<Item = (&'a MaterialIndex, &'a LaneLayout)>,
-) -> BufferNeeds {
-    let mut needs = BufferNeeds { plane: 0, value: 0, landing_slice: 0, captured_slice: 0 };
-    for (index, planes, values) in works {
-        for g in 0..index.groups().len() {
-            needs.plane = needs.plane.max(padded_len(planes, g));
-            needs.value = needs.value.max(padded_len(values, g));
-        }
-        for range in MoverSlices::new(index).all() {
-            let span = planes.span(range.clone());
-            needs.landing_slice = needs.landing_slice.max(span.end - span.start);
-        }
-    }
-    for (index, values) in captured {
-        for range in MoverSlices::new(index).all() {
-            let span = values.span(range.clone());
-            needs.captured_slice = needs.captured_slice.max(span.end - span.start);
-        }
-    }
-    needs
-}
-
-/// Buffers a streamed pair needs, for the smallest window that holds any
-/// one group.
-fn streamed_minimum(works: &[Work], captured: &[Option<&FinishedMaterial>]) -> BufferNeeds {
-    lane_minimum(
-        works.iter().map(|w| (&w.index, &w.planes, &w.values)),
-        captured.iter().flatten().map(|c| (&c.index, &c.values_layout)),
-    )
 }
 
 /// Resident lanes as the own lanes of the whole material.

@@ -3,16 +3,19 @@
 //! buffers for landing (or captured) slices, and the reads and writes that
 //! move segments between them and the work files.
 //!
-//! Owns the packing of a batch of groups into a window and the read
-//! requests that fill it; knows nothing of moves or steps. With two windows
+//! Owns the buffers' sizes (the smallest budget a table or pair admits, and
+//! what one window needs), the packing of a batch of groups into a window
+//! and the read requests that fill it; knows nothing of moves or steps. With two windows
 //! and two slice buffers the solver reads the next batch while it computes
 //! the current one (see `step` in the parent module).
 
 use super::disk::{AlignedBuf, DiskIo};
 use super::lanes::{Lane, LaneLayout, SegmentMap, carve_mut};
+use super::schedule::MoverSlices;
 use super::work_files::PLANE_LANES;
-use super::{IoTotals, Own, SolveError, Work};
+use super::{FinishedMaterial, IO_BLOCKS, IoTotals, Own, SolveError, Work};
 use crate::blockio::FileId;
+use crate::index::{Material, MaterialIndex};
 use crate::rules::CARD_STATES;
 use std::ops::Range;
 
@@ -248,6 +251,99 @@ pub(super) fn plan_slice<'a>(
     let requests = runs.iter().zip(parts).map(|((file, run), into)| (*file, layout.span(run.clone()), into)).collect();
     io.bytes_read += len as u64;
     ((span.start, len), requests)
+}
+
+/// The smallest budget that streams every pair of a table (checked before
+/// solving, so that a run is not refused half-way).
+pub(super) fn minimum_budget(max_per_side: usize, io_block: u64) -> u64 {
+    let mut minimum = 0;
+    for material in Material::all_up_to(max_per_side) {
+        if material.mover > material.opponent {
+            continue;
+        }
+        let members =
+            if material.mover == material.opponent { vec![material] } else { vec![material, material.flipped()] };
+        let layouts: Vec<(MaterialIndex, LaneLayout, LaneLayout)> = members
+            .iter()
+            .map(|&m| {
+                let index = MaterialIndex::new(m);
+                let planes = LaneLayout::new(&index, 4);
+                let values = LaneLayout::new(&index, CARD_STATES as u64);
+                (index, planes, values)
+            })
+            .collect();
+        let captured: Vec<(MaterialIndex, LaneLayout)> = members
+            .iter()
+            .filter(|m| m.opponent > 1)
+            .map(|m| {
+                let index = MaterialIndex::new(Material::new(m.opponent as usize - 1, m.mover as usize));
+                let values = LaneLayout::new(&index, CARD_STATES as u64);
+                (index, values)
+            })
+            .collect();
+        let needs = lane_minimum(layouts.iter().map(|(i, p, v)| (i, p, v)), captured.iter().map(|(i, v)| (i, v)));
+        minimum = minimum.max(needs.first_stage() + io_block * IO_BLOCKS as u64);
+    }
+    minimum
+}
+
+/// The smallest buffers a streamed pair can be solved in (bytes).
+#[derive(Clone, Copy)]
+pub(super) struct BufferNeeds {
+    /// Largest padded plane segment of a group.
+    pub plane: u64,
+    /// Largest padded value segment of a group.
+    pub value: u64,
+    /// Largest landing slice (of a plane lane): what a step reads.
+    pub landing_slice: u64,
+    /// Largest captured slice (of a value lane): what initialisation reads.
+    pub captured_slice: u64,
+}
+
+impl BufferNeeds {
+    /// The first window and slice buffer: steps, initialisation, finishing.
+    pub fn first_stage(&self) -> u64 {
+        5 * self.plane + self.value + self.landing_slice.max(self.captured_slice)
+    }
+
+    /// The second window and slice buffer: steps only.
+    pub fn second_stage(&self) -> u64 {
+        5 * self.plane + self.value + self.landing_slice
+    }
+}
+
+/// The buffers the given materials and their captured materials need.
+fn lane_minimum<'a>(
+    works: impl Iterator<Item = (&'a MaterialIndex, &'a LaneLayout, &'a LaneLayout)>,
+    captured: impl Iterator<Item = (&'a MaterialIndex, &'a LaneLayout)>,
+) -> BufferNeeds {
+    let mut needs = BufferNeeds { plane: 0, value: 0, landing_slice: 0, captured_slice: 0 };
+    for (index, planes, values) in works {
+        for g in 0..index.groups().len() {
+            needs.plane = needs.plane.max(padded_len(planes, g));
+            needs.value = needs.value.max(padded_len(values, g));
+        }
+        for range in MoverSlices::new(index).all() {
+            let span = planes.span(range.clone());
+            needs.landing_slice = needs.landing_slice.max(span.end - span.start);
+        }
+    }
+    for (index, values) in captured {
+        for range in MoverSlices::new(index).all() {
+            let span = values.span(range.clone());
+            needs.captured_slice = needs.captured_slice.max(span.end - span.start);
+        }
+    }
+    needs
+}
+
+/// Buffers a streamed pair needs, for the smallest window that holds any
+/// one group.
+pub(super) fn streamed_minimum(works: &[Work], captured: &[Option<&FinishedMaterial>]) -> BufferNeeds {
+    lane_minimum(
+        works.iter().map(|w| (&w.index, &w.planes, &w.values)),
+        captured.iter().flatten().map(|c| (&c.index, &c.values_layout)),
+    )
 }
 
 /// Bytes a group's segment takes with its padding.
