@@ -23,7 +23,10 @@ fn main() {
                 )
             }
             Progress::MaterialDone { .. } => println!("  done {ms:9.1} ms"),
-            Progress::MaterialResumed { .. } | Progress::IoBackend { .. } | Progress::RunStarted { .. } => {}
+            Progress::MaterialResumed { .. }
+            | Progress::IoBackend { .. }
+            | Progress::RunStarted { .. }
+            | Progress::Batch { .. } => {}
         }
     };
     solver::solve(&rules, men / 2, &report).unwrap();

@@ -565,6 +565,29 @@ impl Reporter {
         }
     }
 
+    /// The work-file I/O and rates since the last line, and the ETA, as
+    /// the tail of a progress line.
+    fn io_and_eta(&self, last: &(Instant, IoTotals), io: IoTotals) -> String {
+        let secs = last.0.elapsed().as_secs_f64().max(1e-3);
+        let rate = |now: u64, then: u64| now.saturating_sub(then) as f64 / secs / 1e6;
+        let io_text = if io.bytes_read + io.bytes_written > 0 {
+            format!(
+                ", work files: read {} ({:.0} MB/s), written {} ({:.0} MB/s)",
+                format_size(io.bytes_read),
+                rate(io.bytes_read, last.1.bytes_read),
+                format_size(io.bytes_written),
+                rate(io.bytes_written, last.1.bytes_written)
+            )
+        } else {
+            String::new()
+        };
+        let eta = self
+            .eta()
+            .left_secs()
+            .map_or(String::new(), |secs| format!(", ETA ~{}", elapsed(Duration::from_secs_f64(secs))));
+        format!("{io_text}{eta}")
+    }
+
     fn eta(&self) -> std::sync::MutexGuard<'_, Eta> {
         self.eta.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -599,26 +622,19 @@ impl Reporter {
                     *last = (Instant::now(), IoTotals::default());
                 }
                 if depth_plies % PROGRESS_EVERY_PLIES == 0 || last.0.elapsed() >= PROGRESS_EVERY {
-                    let secs = last.0.elapsed().as_secs_f64().max(1e-3);
-                    let rate = |now: u64, then: u64| (now - then) as f64 / secs / 1e6;
-                    let io_text = if io.bytes_read + io.bytes_written > 0 {
-                        format!(
-                            ", work files: read {} ({:.0} MB/s), written {} ({:.0} MB/s)",
-                            format_size(io.bytes_read),
-                            rate(io.bytes_read, last.1.bytes_read),
-                            format_size(io.bytes_written),
-                            rate(io.bytes_written, last.1.bytes_written)
-                        )
-                    } else {
-                        String::new()
-                    };
-                    let eta = self
-                        .eta()
-                        .left_secs()
-                        .map_or(String::new(), |secs| format!(", ETA ~{}", elapsed(Duration::from_secs_f64(secs))));
+                    let tail = self.io_and_eta(&last, io);
                     self.line(format_args!(
-                        "  depth {depth_plies} plies, {decided} states decided, step visited {groups_visited}/{groups} groups{io_text}{eta}"
+                        "  depth {depth_plies} plies, {decided} states decided, step visited {groups_visited}/{groups} groups{tail}"
                     ));
+                    *last = (Instant::now(), io);
+                }
+            }
+            Progress::Batch { depth_plies, material, done, batches, io } => {
+                // Long steps of big streamed pairs: a line inside the step.
+                let mut last = self.last_io.lock().unwrap_or_else(|e| e.into_inner());
+                if done < batches && last.0.elapsed() >= PROGRESS_EVERY {
+                    let tail = self.io_and_eta(&last, io);
+                    self.line(format_args!("  depth {depth_plies} plies: {material} batch {done}/{batches}{tail}"));
                     *last = (Instant::now(), io);
                 }
             }

@@ -108,6 +108,15 @@ pub enum Progress {
         groups: u64,
         io: IoTotals,
     },
+    /// A batch of a streamed step is done: `done` of the step's `batches`
+    /// for `material`, and the pair's work-file I/O so far.
+    Batch {
+        depth_plies: u16,
+        material: Material,
+        done: usize,
+        batches: usize,
+        io: IoTotals,
+    },
     MaterialDone {
         materials: [Material; 2],
     },
@@ -685,6 +694,7 @@ fn step(
     i: usize,
     depth: u16,
     window: Option<(&mut Window, &mut DiskIo)>,
+    progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(u64, u64), SolveError> {
     let (this, other) = pair_views(works, i);
     let mut results: Vec<(Vec<UnitSpec>, Vec<UnitReport>)> = Vec::new();
@@ -823,6 +833,8 @@ fn step(
                     loaded = Some((next_pm, next_vm));
                 }
                 results.push((units, reports));
+                let material = this_ref.index.material;
+                progress(Progress::Batch { depth_plies: depth, material, done: k + 1, batches: jobs.len(), io: *io });
             }
             disk.drain()?;
         }
@@ -971,7 +983,7 @@ fn solve_pair(
         }
         let (mut new, mut groups_visited) = (0, 0);
         for i in 0..works.len() {
-            let (decided, visited) = step(rules, moves, works, i, depth, reborrow!())?;
+            let (decided, visited) = step(rules, moves, works, i, depth, reborrow!(), progress)?;
             new += decided;
             groups_visited += visited;
         }
