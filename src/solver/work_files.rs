@@ -33,6 +33,8 @@ pub(super) struct MaterialFiles {
     planes: Vec<[(LaneFile, FileId); 2]>,
     values: (LaneFile, FileId),
     /// Per group, the slot of each plane lane holding its current segment.
+    /// Atomic only so that writes can go through `&self` (a step holds the
+    /// material shared while it stores); one thread stores at a time.
     live: Vec<AtomicU8>,
     /// Per group, the slots the latest checkpoint names (never written).
     kept: Vec<u8>,
