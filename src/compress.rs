@@ -23,7 +23,7 @@ use crate::format::{BLOCK_BYTES, CompressedHeader, Content, FormatError, Frame, 
 use crate::index::MaterialIndex;
 use crate::rules::{CARD_STATES, CardTables, Rules, masters_end_game, winning_slots};
 use crate::shard::{Context, TableFiles};
-use crate::store::{OutputDir, StoreError, compressed_shard_name};
+use crate::store::{OutputDir, StoreError, check_room, compressed_shard_name};
 use crate::value::{DRAW, NO_VALUE};
 
 use rayon::prelude::*;
@@ -297,11 +297,7 @@ impl<'c> CompressedShardWriter<'c> {
 
     /// Appends the next value bytes.
     pub fn write_values(&mut self, values: &[u8]) -> Result<(), StoreError> {
-        let total = self.header.values_len();
-        if self.written + values.len() as u64 > total {
-            let extra = self.written + values.len() as u64 - total;
-            return Err(StoreError::Format { path: self.path.clone(), cause: FormatError::TrailingBytes { extra } });
-        }
+        check_room(&self.path, self.written, values.len(), self.header.values_len())?;
         let mut rest = values;
         while !rest.is_empty() {
             let block = self.frames.len() + self.pending.len();

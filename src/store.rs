@@ -227,6 +227,16 @@ fn write_shard(table: &Table, solved: &SolvedMaterial, path: &Path) -> Result<()
     writer.finish()
 }
 
+/// Refuses `adding` more value bytes after `written` of a value area of
+/// `total` bytes: what a shard writer must not write past.
+pub(crate) fn check_room(path: &Path, written: u64, adding: usize, total: u64) -> Result<(), StoreError> {
+    if written + adding as u64 > total {
+        let extra = written + adding as u64 - total;
+        return Err(StoreError::Format { path: path.to_path_buf(), cause: FormatError::TrailingBytes { extra } });
+    }
+    Ok(())
+}
+
 /// Writes one raw shard from value bytes that arrive in any chunks, without
 /// holding the material in memory: block checksums are computed as the bytes
 /// go by, and the header (which holds them) is written last, over a
@@ -269,10 +279,7 @@ impl RawShardWriter {
     /// Appends the next value bytes (in layout order; any chunk size).
     pub fn write_values(&mut self, values: &[u8]) -> Result<(), StoreError> {
         let total = self.header.values_len();
-        if self.written + values.len() as u64 > total {
-            let extra = self.written + values.len() as u64 - total;
-            return Err(StoreError::Format { path: self.path.clone(), cause: FormatError::TrailingBytes { extra } });
-        }
+        check_room(&self.path, self.written, values.len(), total)?;
         let mut rest = values;
         while !rest.is_empty() {
             let block_offset = self.written % BLOCK_BYTES as u64;
