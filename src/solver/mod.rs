@@ -55,7 +55,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use thiserror::Error;
-use window::{Packed, Window, minimum_budget, plan_slice, streamed_minimum};
+use window::{Packed, StepReads, Window, minimum_budget, streamed_minimum};
 use work_files::MaterialFiles;
 
 /// Placements per unit of parallel work: big enough to amortise scheduling,
@@ -753,7 +753,12 @@ fn step(
                 let range = target_slices.get(&schedule::landing_slice_counts(&opponent_counts, None));
                 jobs.extend(window.batches(this_ref, &visit).into_iter().map(|batch| (range.clone(), batch)));
             }
-            let file_of = |g| target.files().read_file(landing_lane, g);
+            let reads = StepReads {
+                work: this_ref,
+                lanes: read,
+                landing: &target.planes,
+                file_of: |g| target.files().read_file(landing_lane, g),
+            };
             let stages = window.owns.len();
             // Job k computes in window k % stages; its slice buffer is the
             // previous job's if the slice is the same, else the other one
@@ -771,13 +776,11 @@ fn step(
             let mut slice_at = vec![(0u64, 0usize); stages];
             // Maps of the job loaded next.
             let mut loaded: Option<(Packed, Packed)> = None;
-            if let Some((range, batch)) = jobs.first() {
-                let (pm, vm, mut requests) = owns[0].plan_load(this_ref, batch, read, io);
-                let (at, slice_requests) = plan_slice(&mut slices[0], file_of, &target.planes, range.clone(), io);
-                slice_at[0] = at;
-                requests.extend(slice_requests);
+            if let Some(job) = jobs.first() {
+                let (maps, at, mut requests) = reads.plan(&mut owns[0], Some(&mut slices[0]), job, io);
+                slice_at[0] = at.expect("a slice was planned");
                 disk.read_many(&mut requests)?;
-                loaded = Some((pm, vm));
+                loaded = Some(maps);
             }
             for k in 0..jobs.len() {
                 let (pm, vm) = loaded.take().expect("every job is loaded before it runs");
@@ -791,12 +794,10 @@ fn step(
                     // workers compute job k.
                     let (own_now, own_next) = pair_mut(owns, w);
                     let (slice_now, slice_next) = pair_mut(slices, sb);
-                    let (next_pm, next_vm, mut requests) = own_next.plan_load(this_ref, &jobs[k + 1].1, read, io);
-                    if slice_of[k + 1] != sb {
-                        let next_range = jobs[k + 1].0.clone();
-                        let (at, slice_requests) = plan_slice(slice_next, file_of, &target.planes, next_range, io);
+                    let new_slice = (slice_of[k + 1] != sb).then_some(slice_next);
+                    let (next_maps, at, mut requests) = reads.plan(own_next, new_slice, &jobs[k + 1], io);
+                    if let Some(at) = at {
                         slice_at[slice_of[k + 1]] = at;
-                        requests.extend(slice_requests);
                     }
                     let region = ReadRegion { map: &map, data: &slice_now.words()[..len / 4] };
                     let own = own_now.own(&pm, &vm);
@@ -806,7 +807,7 @@ fn step(
                         (reports, reader.join())
                     });
                     read.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
-                    loaded = Some((next_pm, next_vm));
+                    loaded = Some(next_maps);
                     reports
                 } else {
                     let region = ReadRegion { map: &map, data: &slices[sb].words()[..len / 4] };
@@ -822,15 +823,13 @@ fn step(
                 if stages == 1 && k + 1 < jobs.len() {
                     // One window: read the next job only now that this one
                     // is stored.
-                    let (next_pm, next_vm, mut requests) = owns[0].plan_load(this_ref, &jobs[k + 1].1, read, io);
-                    if jobs[k + 1].0 != jobs[k].0 {
-                        let next_range = jobs[k + 1].0.clone();
-                        let (at, slice_requests) = plan_slice(&mut slices[0], file_of, &target.planes, next_range, io);
+                    let new_slice = (jobs[k + 1].0 != jobs[k].0).then_some(&mut slices[0]);
+                    let (next_maps, at, mut requests) = reads.plan(&mut owns[0], new_slice, &jobs[k + 1], io);
+                    if let Some(at) = at {
                         slice_at[0] = at;
-                        requests.extend(slice_requests);
                     }
                     disk.read_many(&mut requests)?;
-                    loaded = Some((next_pm, next_vm));
+                    loaded = Some(next_maps);
                 }
                 results.push((units, reports));
                 let material = this_ref.index.material;

@@ -220,6 +220,42 @@ impl OwnBuffers {
     }
 }
 
+/// A job's plane and value maps, where its landing slice was put (lane
+/// byte offset, length) if it was planned, and the reads that fill them.
+pub(super) type PlannedJob<'a> = ((Packed, Packed), Option<(u64, usize)>, Vec<ReadRequest<'a>>);
+
+/// What the batches ("jobs") of one streamed step read: their own lanes
+/// `lanes` of `work`, and their landing slice of a lane laid out as
+/// `landing` (group g in file `file_of(g)`).
+pub(super) struct StepReads<'w, F> {
+    pub work: &'w Work,
+    pub lanes: &'w [Lane],
+    pub landing: &'w LaneLayout,
+    pub file_of: F,
+}
+
+impl<F: Fn(usize) -> FileId> StepReads<'_, F> {
+    /// Plans loading job (`slice`, `batch`) into `own`, and its landing
+    /// slice into `slice_buffer` if given (None: the buffer the job uses
+    /// already holds it). Returns the maps, where the slice was put, and
+    /// the reads.
+    pub fn plan<'a>(
+        &self,
+        own: &'a mut OwnBuffers,
+        slice_buffer: Option<&'a mut AlignedBuf>,
+        (slice, batch): &(Range<usize>, Vec<usize>),
+        io: &mut IoTotals,
+    ) -> PlannedJob<'a> {
+        let (pm, vm, mut requests) = own.plan_load(self.work, batch, self.lanes, io);
+        let slice_at = slice_buffer.map(|buffer| {
+            let (at, slice_requests) = plan_slice(buffer, &self.file_of, self.landing, slice.clone(), io);
+            requests.extend(slice_requests);
+            at
+        });
+        ((pm, vm), slice_at, requests)
+    }
+}
+
 /// Plans reading the groups `groups` of a lane (one contiguous range;
 /// group g from file `file_of(g)`, one request per run of groups in the
 /// same file) into `slice`. Returns the lane byte offset the buffer starts
