@@ -450,28 +450,30 @@ fn generate(args: GenerateArgs) -> Result<()> {
     for finished in &solved.materials {
         let material = finished.material();
         let mut stats = Stats::default();
-        match (args.compress, &context) {
+        let mut writer = match (args.compress, &context) {
             (Some(level), Some(context)) => {
                 let path = out.path_for(&store::compressed_shard_name(material));
                 let header = ShardHeader::for_material(&rules, max_per_side, material)
                     .map_err(|cause| StoreError::Format { path: path.clone(), cause })?;
                 let header = ShardHeader { block_crcs: Vec::new(), ..header };
-                let mut writer = CompressedShardWriter::create(&path, header, context, level, Content::Values)?;
-                finished.for_each_chunk(|chunk| {
-                    stats = Stats::merge(stats, Stats::of_values(chunk));
-                    writer.write_values(chunk).map_err(anyhow::Error::from)
-                })?;
-                writer.finish()?;
+                ShardWriter::Compressed(CompressedShardWriter::create(&path, header, context, level, Content::Values)?)
             }
             _ => {
                 let path = out.path_for(&store::shard_name(material));
-                let mut writer = RawShardWriter::create(&path, &rules, max_per_side, material)?;
-                finished.for_each_chunk(|chunk| {
-                    stats = Stats::merge(stats, Stats::of_values(chunk));
-                    writer.write_values(chunk).map_err(anyhow::Error::from)
-                })?;
-                writer.finish()?;
+                ShardWriter::Raw(RawShardWriter::create(&path, &rules, max_per_side, material)?)
             }
+        };
+        finished.for_each_chunk(|chunk| {
+            stats = Stats::merge(stats, Stats::of_values(chunk));
+            match &mut writer {
+                ShardWriter::Raw(w) => w.write_values(chunk),
+                ShardWriter::Compressed(w) => w.write_values(chunk),
+            }
+            .map_err(anyhow::Error::from)
+        })?;
+        match writer {
+            ShardWriter::Raw(w) => w.finish()?,
+            ShardWriter::Compressed(w) => drop(w.finish()?),
         }
         total = Stats::merge(total, stats);
         per.push((material, stats));
@@ -496,6 +498,12 @@ fn generate(args: GenerateArgs) -> Result<()> {
         println!("summary: solved in memory; peak memory {peak}");
     }
     print_stats(&rules, max_per_side, total, per, false)
+}
+
+/// Where `generate` writes a material's shard.
+enum ShardWriter<'c> {
+    Raw(RawShardWriter),
+    Compressed(CompressedShardWriter<'c>),
 }
 
 /// Peak resident memory of this process (VmHWM), where Linux reports it.
