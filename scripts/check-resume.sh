@@ -12,11 +12,8 @@ men=${1:-6}
 size=${2:-32MiB}
 depth=${3:-20}
 cd "$(dirname "$0")/.."
-source scripts/same-shards.sh
-cargo build --release --quiet
-bin=target/release/onitb
-work=$(mktemp -d -p "$PWD/target")
-trap 'rm -rf "$work"' EXIT
+source scripts/check-common.sh
+build_and_scratch
 half=$((men / 2))
 last="[[${half},${half}]]"
 "$bin" generate --men "$men" --out "$work/memory" --quiet >/dev/null

@@ -12,12 +12,8 @@ men=${1:-6}
 size=${2:-32MiB}
 shift $(( $# > 2 ? 2 : $# )) || true
 cd "$(dirname "$0")/.."
-source scripts/same-shards.sh
-cargo build --release --quiet
-bin=target/release/onitb
-# Scratch space on the project disk (not a tmpfs: O_DIRECT and real I/O).
-work=$(mktemp -d -p "$PWD/target")
-trap 'rm -rf "$work"' EXIT
+source scripts/check-common.sh
+build_and_scratch
 "$bin" generate --men "$men" --out "$work/memory" --quiet "$@" >/dev/null
 "$bin" generate --men "$men" --mem "$size" --work "$work/w" --out "$work/streamed" --quiet "$@" | grep '^summary'
 count=$(same_shards "$work/memory" "$work/streamed")
