@@ -382,7 +382,7 @@ pub(super) struct InitLanes<'a> {
     pub won: &'a mut [u32],
     pub lost: &'a mut [u32],
     pub fresh: &'a mut [u32],
-    pub capture_win: &'a mut [u32],
+    pub capture: &'a mut [u32],
     pub values: &'a mut [u8],
 }
 
@@ -400,7 +400,7 @@ pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, own: Init
             own.won[n] = ALL_CARD_STATES;
             own.lost[n] = ALL_CARD_STATES;
             own.fresh[n] = 0;
-            own.capture_win[n] = 0;
+            own.capture[n] = 0;
             values.fill(NO_VALUE);
             return;
         }
@@ -417,7 +417,7 @@ pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, own: Init
         own.won[n] = win_now;
         own.lost[n] = lost_now;
         own.fresh[n] = lost_now;
-        let mut capture_win = 0;
+        let mut capture = 0;
         for (k, value) in values.iter_mut().enumerate() {
             let bit = 1u32 << k;
             if win_now & bit != 0 {
@@ -425,17 +425,14 @@ pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, own: Init
             } else if lost_now & bit != 0 {
                 *value = loss0;
             } else if let Some(v) = Value::from_byte(*value) {
-                match v {
-                    Value::Win(p) => {
-                        capture_win |= bit;
-                        report.events.insert(p);
-                    }
-                    Value::Loss(p) => report.events.insert(p),
-                    Value::Draw => {}
+                // Every capture value bounds the state until it falls due.
+                capture |= bit;
+                if let Some(plies) = v.plies() {
+                    report.events.insert(plies);
                 }
             }
         }
-        own.capture_win[n] = capture_win;
+        own.capture[n] = capture;
         let undecided = ALL_CARD_STATES & !(win_now | lost_now);
         report.decided += (win_now | lost_now).count_ones() as u64;
         report.undecided += undecided.count_ones() as u64;
@@ -443,12 +440,47 @@ pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, own: Init
     report
 }
 
+/// A unit's value bytes during a step.
+pub(super) enum StepValues<'a> {
+    /// Resident lanes: a decided state's byte is written as it is decided.
+    Written(&'a mut [u8]),
+    /// Streamed lanes: bytes are not written during steps (the caller logs
+    /// the states decided, see `decision_log`); loaded, to be read, only if
+    /// a capture event of the unit's group falls due at this depth.
+    Logged(Option<&'a [u8]>),
+}
+
+impl StepValues<'_> {
+    /// The value byte of card state `k` of layout `n`: for an undecided
+    /// state, its best capture value. Only read when a capture event is due.
+    #[inline(always)]
+    fn byte(&self, n: usize, k: usize) -> u8 {
+        match self {
+            StepValues::Written(values) => values[n * CARD_STATES + k],
+            StepValues::Logged(Some(values)) => values[n * CARD_STATES + k],
+            StepValues::Logged(None) => unreachable!("values are loaded when a capture event is due"),
+        }
+    }
+
+    /// Records that `states` of layout `n` are decided with value `byte`.
+    #[inline(always)]
+    fn decide(&mut self, n: usize, states: u32, byte: u8) {
+        if let StepValues::Written(values) = self {
+            set_values(&mut values[n * CARD_STATES..(n + 1) * CARD_STATES], states, byte);
+        }
+    }
+}
+
 /// Own lane segments of a unit in a win step.
 pub(super) struct WinLanes<'a> {
     pub won: &'a mut [u32],
-    pub values: &'a mut [u8],
+    /// States won by this step (streamed: what the caller logs), if kept.
+    pub newly_won: Option<&'a mut [u32]>,
+    pub values: StepValues<'a>,
     pub lost: &'a [u32],
-    pub capture_win: &'a [u32],
+    pub capture: &'a [u32],
+    /// Does a capture event of the unit's group fall due at this depth?
+    pub capture_due: bool,
 }
 
 /// What a step reads besides its own segments.
@@ -686,7 +718,7 @@ fn for_each_placement(group: &Group, start: u64, end: u64, mut visit: impl FnMut
 
 /// Odd step: states that can move into a loss in `depth - 1` plies win in
 /// `depth`. `landing` holds the `fresh` segments of the material moved into.
-pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, own: WinLanes) -> UnitReport {
+pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mut own: WinLanes) -> UnitReport {
     let (moves, depth) = (input.moves, input.depth_plies);
     let win_byte = Value::Win(depth).to_byte();
     let mut report = UnitReport::default();
@@ -705,7 +737,6 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, ow
                 continue;
             }
             let (n, layout) = (first + j, place.layout(j / q, j % q));
-            let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
             let mut wins = 0;
             if look[j % q] {
                 let reach = reach[successor_slot(p, q, j / q, j % q)];
@@ -716,18 +747,23 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, ow
                     wins |= moves.cards.any_predecessor(segment[next], 0x1f) & no_move;
                 }
             }
-            let mut by_capture = undecided & own.capture_win[n] & !wins;
+            // A capture win can be due only where the group has an event now.
+            let mut by_capture = if own.capture_due { undecided & own.capture[n] & !wins } else { 0 };
             while by_capture != 0 {
                 let k = by_capture.trailing_zeros() as usize;
                 by_capture &= by_capture - 1;
-                if values[k] == win_byte {
+                if own.values.byte(n, k) == win_byte {
                     wins |= 1 << k;
                 }
             }
             wins &= undecided;
+            if let Some(newly_won) = own.newly_won.as_deref_mut() {
+                newly_won[n] = wins;
+            }
             if wins != 0 {
                 own.won[n] |= wins;
-                decide(input, &mut report, &layout, values, wins, win_byte);
+                own.values.decide(n, wins, win_byte);
+                decided(input, &mut report, &layout, wins);
             }
             report.undecided += (undecided & !wins).count_ones() as u64;
         }
@@ -735,11 +771,10 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, ow
     report
 }
 
-/// The bookkeeping of states a step decides (their planes are the
-/// caller's): value bytes, the layout side's change flag, the report.
+/// The bookkeeping of states a step decides (their planes and values are
+/// the caller's): the layout side's change flag, the report.
 #[inline(always)]
-fn decide(input: &StepInput, report: &mut UnitReport, layout: &Layout, values: &mut [u8], states: u32, byte: u8) {
-    set_values(values, states, byte);
+fn decided(input: &StepInput, report: &mut UnitReport, layout: &Layout, states: u32) {
     input.own_sides.mark_changed(layout);
     report.decided += states.count_ones() as u64;
     report.modified = true;
@@ -776,14 +811,17 @@ pub(super) struct LossLanes<'a> {
     pub lost: &'a mut [u32],
     pub fresh: &'a mut [u32],
     pub held: &'a mut [u32],
-    pub values: &'a mut [u8],
+    pub capture: &'a mut [u32],
+    pub values: StepValues<'a>,
     pub won: &'a [u32],
+    /// Does a capture event of the unit's group fall due at this depth?
+    pub capture_due: bool,
 }
 
 /// Even step: states all of whose moves lead to wins (in fewer than `depth`
 /// plies, captures included) lose in `depth`. `landing` holds the `won`
 /// segments of the material moved into.
-pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, own: LossLanes) -> UnitReport {
+pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mut own: LossLanes) -> UnitReport {
     let (moves, depth) = (input.moves, input.depth_plies);
     let loss_byte = Value::Loss(depth).to_byte();
     let mut report = UnitReport::default();
@@ -809,7 +847,19 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, o
                 continue;
             }
             let (n, layout) = (first + j, place.layout(j / q, j % q));
-            let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
+            if own.capture_due {
+                // A capture into a loss due now (or sooner) no longer holds
+                // a loss back: losing in `depth` is as long.
+                let mut check = undecided & own.capture[n];
+                while check != 0 {
+                    let k = check.trailing_zeros() as usize;
+                    check &= check - 1;
+                    if own.values.byte(n, k) <= loss_byte {
+                        own.capture[n] &= !(1 << k);
+                        report.modified = true;
+                    }
+                }
+            }
             // Unchanged successors give the answer of two steps ago: only
             // losses held back by a capture can be due now.
             let mut losses = if look[j % q] {
@@ -824,17 +874,9 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, o
             } else {
                 own.held[n] & undecided
             };
-            // Captures that lead to later wins (or draws, or wins for us) hold
-            // the loss back.
-            let mut check = losses;
-            let mut held_back = 0;
-            while check != 0 {
-                let k = check.trailing_zeros() as usize;
-                check &= check - 1;
-                if values[k] != NO_VALUE && values[k] > loss_byte {
-                    held_back |= 1 << k;
-                }
-            }
+            // Captures into later losses (or draws, or wins) hold the loss
+            // back.
+            let held_back = losses & own.capture[n];
             losses &= !held_back;
             if own.held[n] != held_back {
                 own.held[n] = held_back;
@@ -843,7 +885,8 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, o
             if losses != 0 {
                 own.lost[n] |= losses;
                 own.fresh[n] = losses;
-                decide(input, &mut report, &layout, values, losses, loss_byte);
+                own.values.decide(n, losses, loss_byte);
+                decided(input, &mut report, &layout, losses);
             }
             report.undecided += (undecided & !losses).count_ones() as u64;
         }

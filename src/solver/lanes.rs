@@ -25,8 +25,9 @@ pub enum Lane {
     Lost,
     /// Card states lost in the last loss step.
     Fresh,
-    /// Card states whose capture value is a win.
-    CaptureWin,
+    /// Undecided card states whose best capture still bounds them: a win
+    /// still to fall due, a draw, or a loss deeper than the last loss step.
+    Capture,
     /// Card states whose loss is held back by a capture into a longer loss.
     Held,
     /// Value bytes, 30 per layout.
@@ -34,7 +35,7 @@ pub enum Lane {
 }
 
 impl Lane {
-    pub const ALL: [Lane; 6] = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::CaptureWin, Lane::Held, Lane::Values];
+    pub const ALL: [Lane; 6] = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::Capture, Lane::Held, Lane::Values];
 
     pub fn bytes_per_layout(self) -> u64 {
         match self {
@@ -48,7 +49,7 @@ impl Lane {
             Lane::Won => "won",
             Lane::Lost => "lost",
             Lane::Fresh => "fresh",
-            Lane::CaptureWin => "capture-win",
+            Lane::Capture => "capture",
             Lane::Held => "held",
             Lane::Values => "values",
         }
@@ -150,7 +151,7 @@ pub struct ResidentLanes {
     pub won: Vec<u32>,
     pub lost: Vec<u32>,
     pub fresh: Vec<u32>,
-    pub capture_win: Vec<u32>,
+    pub capture: Vec<u32>,
     pub held: Vec<u32>,
     pub values: Vec<u8>,
 }
@@ -162,7 +163,7 @@ impl ResidentLanes {
             won: plane(),
             lost: plane(),
             fresh: plane(),
-            capture_win: plane(),
+            capture: plane(),
             held: plane(),
             values: zeroed(values.total_bytes() as usize),
         }

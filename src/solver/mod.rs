@@ -11,7 +11,7 @@
 //!
 //! Each layout has five 30-bit words (one bit per card state) and 30 value
 //! bytes, kept in [`lanes`]: `won`, `lost`, `fresh` (lost in the last loss
-//! step), `capture_win` (a capture wins, at the depth in the value byte) and
+//! step), `capture` (a capture wins, at the depth in the value byte) and
 //! `held` (every quiet move loses but a capture holds the loss back). An
 //! undecided state's value byte holds the best value reachable by captures
 //! alone (0 if there is none).
@@ -46,7 +46,7 @@ use crate::value::MAX_LOSS_PLIES;
 use checkpoint::{Checkpoint, PairRecord, WorkRecord};
 use disk::{AlignedBuf, DiskError, DiskIo, LaneFile, lane_path};
 use flags::{GroupFlags, SideFlags};
-use kernel::{EventDepths, Landing, MoveTable, ROWS, StepInput, Unit, UnitReport};
+use kernel::{EventDepths, Landing, MoveTable, ROWS, StepInput, StepValues, Unit, UnitReport};
 use lanes::{Lane, LaneLayout, ResidentLanes, SEGMENT_ALIGN_BYTES, SegmentMap, Span, carve_mut};
 use rayon::prelude::*;
 use schedule::MoverSlices;
@@ -434,7 +434,7 @@ struct Own<'a> {
     won: &'a mut [u32],
     lost: &'a mut [u32],
     fresh: &'a mut [u32],
-    capture_win: &'a mut [u32],
+    capture: &'a mut [u32],
     held: &'a mut [u32],
     values: &'a mut [u8],
 }
@@ -464,29 +464,43 @@ fn run_init(rules: &Rules, moves: &MoveTable, index: &MaterialIndex, units: &[Un
     let won = carve_mut(own.won, plane_ranges());
     let lost = carve_mut(own.lost, plane_ranges());
     let fresh = carve_mut(own.fresh, plane_ranges());
-    let capture_win = carve_mut(own.capture_win, plane_ranges());
+    let capture = carve_mut(own.capture, plane_ranges());
     let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, CARD_STATES)));
-    let slices: Vec<_> = won.into_iter().zip(lost).zip(fresh).zip(capture_win).zip(values).collect();
+    let slices: Vec<_> = won.into_iter().zip(lost).zip(fresh).zip(capture).zip(values).collect();
     units
         .par_iter()
         .zip(slices)
-        .map(|(&(g, start, end), ((((won, lost), fresh), capture_win), values))| {
+        .map(|(&(g, start, end), ((((won, lost), fresh), capture), values))| {
             let group = &index.groups()[g];
-            let own = kernel::InitLanes { won, lost, fresh, capture_win, values };
+            let own = kernel::InitLanes { won, lost, fresh, capture, values };
             kernel::initialize(rules, moves, Unit { group, p, q, start, end }, own)
         })
         .collect()
 }
 
+/// How a step treats the value bytes of the units' groups.
+#[derive(Clone, Copy)]
+enum ValueMode<'a> {
+    /// Resident: decided states' bytes are written as they are decided.
+    Written,
+    /// Streamed: decisions are left in a plane for the decision log (`fresh`:
+    /// a win step's new wins, a loss step's new losses); value bytes were
+    /// loaded for the groups for which `due` holds, and are only read.
+    Logged { due: &'a (dyn Fn(usize) -> bool + Sync) },
+}
+
 /// One step over the units. `landing` is the lane quiet moves land in
 /// (`fresh` for a win step, `won` for a loss step); None when the material
-/// lands in itself and the lane is in `own`.
+/// lands in itself and the lane is in `own`. `due(g)`: does a capture event
+/// of group g fall due at this depth?
 fn run_step(
     input: &StepInput,
     index: &MaterialIndex,
     units: &[UnitSpec],
     own: Own,
     landing_in: Option<(&MaterialIndex, ReadRegion<u32>)>,
+    due: &(dyn Fn(usize) -> bool + Sync),
+    mode: ValueMode,
 ) -> Vec<UnitReport> {
     let (p, q) = (index.material.mover as usize, index.material.opponent as usize);
     let plane_map = own.plane_map;
@@ -494,17 +508,30 @@ fn run_step(
     let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, CARD_STATES)));
     if input.depth_plies % 2 == 1 {
         let won = carve_mut(own.won, plane_ranges());
-        let (lost, capture_win, fresh) = (&*own.lost, &*own.capture_win, &*own.fresh);
+        let (lost, capture) = (&*own.lost, &*own.capture);
+        // Streamed, `fresh` is free in a win step (the landing lane is in a
+        // slice buffer) and takes the new wins.
+        let (newly_won, fresh): (Vec<Option<&mut [u32]>>, &[u32]) = match mode {
+            ValueMode::Logged { .. } => (carve_mut(own.fresh, plane_ranges()).into_iter().map(Some).collect(), &[]),
+            ValueMode::Written => (units.iter().map(|_| None).collect(), &*own.fresh),
+        };
         let (target, region) = landing_in.unwrap_or((index, ReadRegion { map: plane_map, data: fresh }));
-        let slices: Vec<_> = won.into_iter().zip(values).collect();
+        let slices: Vec<_> = won.into_iter().zip(newly_won).zip(values).collect();
         units
             .par_iter()
             .zip(slices)
-            .map(|(&u, (won, values))| {
+            .map(|(&u, ((won, newly_won), values))| {
                 let (g, start, end) = u;
                 let group = &index.groups()[g];
                 let r = unit_elements(plane_map, index, u, 1);
-                let own = kernel::WinLanes { won, values, lost: &lost[r.clone()], capture_win: &capture_win[r] };
+                let own = kernel::WinLanes {
+                    won,
+                    newly_won,
+                    values: step_values(mode, g, values),
+                    lost: &lost[r.clone()],
+                    capture: &capture[r],
+                    capture_due: due(g),
+                };
                 let landing = landing(group, target, &region, false, 0x1f);
                 kernel::win_step(input, Unit { group, p, q, start, end }, &landing, own)
             })
@@ -513,21 +540,38 @@ fn run_step(
         let lost = carve_mut(own.lost, plane_ranges());
         let fresh = carve_mut(own.fresh, plane_ranges());
         let held = carve_mut(own.held, plane_ranges());
+        let capture = carve_mut(own.capture, plane_ranges());
         let won = &*own.won;
         let (target, region) = landing_in.unwrap_or((index, ReadRegion { map: plane_map, data: won }));
-        let slices: Vec<_> = lost.into_iter().zip(fresh).zip(held).zip(values).collect();
+        let slices: Vec<_> = lost.into_iter().zip(fresh).zip(held).zip(capture).zip(values).collect();
         units
             .par_iter()
             .zip(slices)
-            .map(|(&u, (((lost, fresh), held), values))| {
+            .map(|(&u, ((((lost, fresh), held), capture), values))| {
                 let (g, start, end) = u;
                 let group = &index.groups()[g];
                 let r = unit_elements(plane_map, index, u, 1);
-                let own = kernel::LossLanes { lost, fresh, held, values, won: &won[r] };
+                let own = kernel::LossLanes {
+                    lost,
+                    fresh,
+                    held,
+                    capture,
+                    values: step_values(mode, g, values),
+                    won: &won[r],
+                    capture_due: due(g),
+                };
                 let landing = landing(group, target, &region, false, 0x1f);
                 kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own)
             })
             .collect()
+    }
+}
+
+/// A unit of group `g`'s value bytes in a step.
+fn step_values<'v>(mode: ValueMode, g: usize, values: &'v mut [u8]) -> StepValues<'v> {
+    match mode {
+        ValueMode::Written => StepValues::Written(values),
+        ValueMode::Logged { due } => StepValues::Logged(due(g).then_some(&*values)),
     }
 }
 
@@ -624,7 +668,7 @@ fn own_resident<'a>(lanes: &'a mut ResidentLanes, pm: &'a dyn SegmentMap, vm: &'
         won: &mut lanes.won,
         lost: &mut lanes.lost,
         fresh: &mut lanes.fresh,
-        capture_win: &mut lanes.capture_win,
+        capture: &mut lanes.capture,
         held: &mut lanes.held,
         values: &mut lanes.values,
     }
@@ -676,7 +720,7 @@ fn initialize(
                 }
             }
             let reports = run_init(rules, moves, &work.index, &units, window.owns[0].own(&pm, &vm));
-            let written = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::CaptureWin, Lane::Values];
+            let written = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::Capture, Lane::Values];
             window.store(disk, work, (&pm, &vm), &written, |_| true)?;
             total = UnitReport::merge(total, record(work, &units, &reports, false));
         }
@@ -703,7 +747,9 @@ fn step(
             let all: Vec<usize> = (0..this.index.groups().len()).collect();
             let visit = groups_to_visit(this, other.unwrap_or(this), depth, &all);
             let units = units_of(&this.index, &visit);
-            let Work { index, planes, values, storage, sides, .. } = &mut *this;
+            let Work { index, planes, values, storage, sides, groups, .. } = &mut *this;
+            let groups = &*groups;
+            let due = |g: usize| groups[g].events.contains(depth);
             let (pm, vm) = (plane_span(planes), value_span(values));
             let Storage::Resident(lanes) = storage else { unreachable!("no window: resident") };
             let target_sides = other.map_or(&*sides, |o| &o.sides);
@@ -715,23 +761,26 @@ fn step(
                 let data = if depth % 2 == 1 { &target.fresh[..] } else { &target.won[..] };
                 (&o.index, ReadRegion { map: map as &dyn SegmentMap, data })
             });
-            let reports = run_step(&input, index, &units, own_resident(lanes, &pm, &vm), landing_in);
+            let own = own_resident(lanes, &pm, &vm);
+            let reports = run_step(&input, index, &units, own, landing_in, &due, ValueMode::Written);
             results.push((units, reports));
         }
         Some((window, disk)) => {
             let this_ref: &Work = this;
             let target = other.unwrap_or(this_ref);
+            let due = |g: usize| this_ref.groups[g].events.contains(depth);
+            let mode = ValueMode::Written;
             let target_slices = MoverSlices::new(&target.index);
             let landing_lane = if depth % 2 == 1 { Lane::Fresh } else { Lane::Won };
             // A win step looks at capture wins, a loss step at held losses;
             // a loss step rewrites every layout's `fresh`, so it need not
             // read it.
             let (read, written): (&[Lane], &[Lane]) = if depth % 2 == 1 {
-                (&[Lane::Won, Lane::Lost, Lane::CaptureWin, Lane::Values], &[Lane::Won, Lane::Values])
+                (&[Lane::Won, Lane::Lost, Lane::Capture, Lane::Values], &[Lane::Won, Lane::Values])
             } else {
                 (
-                    &[Lane::Won, Lane::Lost, Lane::Held, Lane::Values],
-                    &[Lane::Lost, Lane::Fresh, Lane::Held, Lane::Values],
+                    &[Lane::Won, Lane::Lost, Lane::Held, Lane::Capture, Lane::Values],
+                    &[Lane::Lost, Lane::Fresh, Lane::Held, Lane::Capture, Lane::Values],
                 )
             };
             let input = StepInput {
@@ -803,7 +852,8 @@ fn step(
                     let own = own_now.own(&pm, &vm);
                     let (reports, read) = std::thread::scope(|scope| {
                         let reader = scope.spawn(|| disk.read_many(&mut requests));
-                        let reports = run_step(&input, &this_ref.index, &units, own, Some((&target.index, region)));
+                        let landing = Some((&target.index, region));
+                        let reports = run_step(&input, &this_ref.index, &units, own, landing, &due, mode);
                         (reports, reader.join())
                     });
                     read.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
@@ -811,7 +861,8 @@ fn step(
                     reports
                 } else {
                     let region = ReadRegion { map: &map, data: &slices[sb].words()[..len / 4] };
-                    run_step(&input, &this_ref.index, &units, owns[w].own(&pm, &vm), Some((&target.index, region)))
+                    let landing = Some((&target.index, region));
+                    run_step(&input, &this_ref.index, &units, owns[w].own(&pm, &vm), landing, &due, mode)
                 };
                 // Groups the step left as they were need no writing. (A loss
                 // step does not read `fresh`, so an unwritten group keeps the

@@ -35,7 +35,7 @@ impl SegmentMap for Packed {
 }
 
 /// One window: a batch's segments of the five planes (won, lost, fresh,
-/// capture-win, held) and of the values.
+/// capture, held) and of the values.
 pub(super) struct OwnBuffers {
     planes: Vec<AlignedBuf>,
     values: AlignedBuf,
@@ -204,7 +204,7 @@ impl OwnBuffers {
 
     /// The window as the own lanes of a batch.
     pub fn own<'a>(&'a mut self, pm: &'a Packed, vm: &'a Packed) -> Own<'a> {
-        let [won, lost, fresh, capture_win, held] = &mut self.planes[..] else {
+        let [won, lost, fresh, capture, held] = &mut self.planes[..] else {
             unreachable!("a window has five plane lanes")
         };
         Own {
@@ -213,7 +213,7 @@ impl OwnBuffers {
             won: won.words_mut(),
             lost: lost.words_mut(),
             fresh: fresh.words_mut(),
-            capture_win: capture_win.words_mut(),
+            capture: capture.words_mut(),
             held: held.words_mut(),
             values: self.values.bytes_mut(),
         }

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Plane lanes in slot-bit order: bit `i` of a group's slot byte is the slot
 /// of lane `PLANE_LANES[i]`.
-pub(super) const PLANE_LANES: [Lane; 5] = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::CaptureWin, Lane::Held];
+pub(super) const PLANE_LANES: [Lane; 5] = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::Capture, Lane::Held];
 
 fn plane_bit(lane: Lane) -> u8 {
     let i = PLANE_LANES.iter().position(|&l| l == lane).expect("a plane lane");
