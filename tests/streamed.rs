@@ -59,6 +59,17 @@ fn streamed_4_men_is_bit_identical_to_resident_under_both_rules_and_io_back_ends
     }
 }
 
+/// Other card sets give other capture depths, draws and holds: the
+/// decision log and the capture plane must still give the resident bytes.
+#[test]
+fn streamed_4_men_matches_resident_on_other_card_sets() {
+    for names in [["Tiger", "Dragon", "Frog", "Rabbit", "Crane"], ["Monkey", "Eel", "Cobra", "Goose", "Rooster"]] {
+        let rules = Rules { cards: CardSet::from_names(&names).unwrap(), no_move: NoMoveRule::Pass };
+        let resident = Table::generate(&rules, 2).unwrap();
+        assert_same(&resident, &streamed_at_minimum(&rules, 2, IoChoice::Pread, 1.0));
+    }
+}
+
 #[test]
 fn a_budget_too_small_is_refused_with_the_minimum() {
     let dir = tempfile::tempdir().unwrap();

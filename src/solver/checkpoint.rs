@@ -21,7 +21,7 @@ use thiserror::Error;
 /// File name of the checkpoint in the work directory.
 pub const CHECKPOINT_FILE: &str = "checkpoint.json";
 /// Version of the checkpoint's content; a run refuses other versions.
-const CHECKPOINT_VERSION: u32 = 2;
+const CHECKPOINT_VERSION: u32 = 3;
 
 #[derive(Debug, Error)]
 pub enum CheckpointError {
@@ -31,6 +31,8 @@ pub enum CheckpointError {
     Corrupt { path: PathBuf, cause: String },
     #[error("work directory '{}' holds a run of {found}, not of these arguments ({expected}); resume with the same arguments or use another --work", dir.display())]
     Mismatch { dir: PathBuf, found: String, expected: String },
+    #[error("'{}' was written by another version of onitb (checkpoint version {found}, this one reads {CHECKPOINT_VERSION}); remove the work directory to start afresh", path.display())]
+    Version { path: PathBuf, found: u32 },
     #[error("work directory '{}' holds an earlier run; pass --resume to continue it, or remove it", .0.display())]
     Exists(PathBuf),
     #[error("work directory '{}' holds no checkpoint to resume from", .0.display())]
@@ -79,6 +81,11 @@ pub struct WorkRecord {
     /// The work-file slot of each plane lane per group, one byte per group
     /// in hexadecimal.
     pub slots: String,
+    /// Length of the decision log in bytes.
+    pub log_bytes: u64,
+    /// Per step recorded, its depth and where its part of the decision log
+    /// starts.
+    pub log_steps: Vec<(u16, u64)>,
 }
 
 impl WorkRecord {
@@ -128,7 +135,7 @@ impl Checkpoint {
         let record = match (existing, resume) {
             (Some(record), true) => {
                 if record.version != CHECKPOINT_VERSION {
-                    return Err(CheckpointError::Corrupt { path, cause: format!("version {}", record.version) });
+                    return Err(CheckpointError::Version { path, found: record.version });
                 }
                 if record.run != run {
                     return Err(CheckpointError::Mismatch { dir: dir.to_path_buf(), found: record.run, expected: run });

@@ -30,7 +30,7 @@ pub enum DiskError {
     Block(IoError),
 }
 
-fn io_error(action: &'static str, path: &Path, cause: io::Error) -> DiskError {
+pub(super) fn io_error(action: &'static str, path: &Path, cause: io::Error) -> DiskError {
     match cause.raw_os_error() {
         Some(libc::ENOSPC) | Some(libc::EDQUOT) => DiskError::Full { path: path.to_path_buf() },
         _ => DiskError::Io { action, path: path.to_path_buf(), cause },

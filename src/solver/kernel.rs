@@ -218,8 +218,9 @@ fn for_each_held_card_state(moves: &MoveTable, cards: u8, mut visit: impl FnMut(
     }
 }
 
+/// Sets the bytes of card states `states` in one layout's `values`.
 #[inline]
-fn set_values(values: &mut [u8], states: u32, byte: u8) {
+pub(super) fn set_values(values: &mut [u8], states: u32, byte: u8) {
     let mut rest = states;
     while rest != 0 {
         let k = rest.trailing_zeros() as usize;

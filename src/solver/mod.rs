@@ -30,6 +30,7 @@
 //! the block store stream the table: see [`schedule`].
 
 mod checkpoint;
+mod decision_log;
 pub mod disk;
 mod flags;
 mod kernel;
@@ -42,8 +43,9 @@ use crate::blockio::{FileId, IoBackendKind, IoChoice};
 use crate::index::{Group, Material, MaterialIndex};
 use crate::rules::{CARD_STATES, MAX_PIECES_PER_SIDE, Rules};
 use crate::table::{SolvedMaterial, Table};
-use crate::value::MAX_LOSS_PLIES;
+use crate::value::{MAX_LOSS_PLIES, Value};
 use checkpoint::{Checkpoint, PairRecord, WorkRecord};
+use decision_log::LogMark;
 use disk::{AlignedBuf, DiskError, DiskIo, LaneFile, lane_path};
 use flags::{GroupFlags, SideFlags};
 use kernel::{EventDepths, Landing, MoveTable, ROWS, StepInput, StepValues, Unit, UnitReport};
@@ -55,7 +57,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use thiserror::Error;
-use window::{Packed, StepReads, Window, minimum_budget, streamed_minimum};
+use window::{Packed, StepReads, ValueSegments, Window, minimum_budget, streamed_minimum};
 use work_files::MaterialFiles;
 
 /// Placements per unit of parallel work: big enough to amortise scheduling,
@@ -236,7 +238,8 @@ impl Work {
                         events: EventDepths::from_words(record.events[g]),
                     };
                 }
-                Storage::OnDisk(MaterialFiles::reopen(dir, material, &planes, &values, slots, disk)?)
+                let mark = LogMark { bytes: record.log_bytes, segments: record.log_steps.clone() };
+                Storage::OnDisk(MaterialFiles::reopen(dir, material, (&planes, &values), slots, mark, disk)?)
             }
         };
         Ok(Work {
@@ -260,11 +263,13 @@ impl Work {
     /// Syncs the work files and describes the material's state for a
     /// checkpoint; also returns the slot bytes to keep once it is durable.
     fn checkpoint_record(&self, disk: &mut DiskIo) -> Result<(WorkRecord, Vec<u8>), SolveError> {
-        let slots = self.files().sync(disk)?;
+        let (slots, log) = self.files().sync(disk)?;
         let record = WorkRecord {
             undecided: self.groups.iter().map(|g| g.undecided).collect(),
             events: self.groups.iter().map(|g| g.events.words()).collect(),
             slots: WorkRecord::encode_slots(&slots),
+            log_bytes: log.bytes,
+            log_steps: log.segments,
         };
         Ok((record, slots))
     }
@@ -703,7 +708,7 @@ fn initialize(
     let mut total = UnitReport::default();
     for (opponent_counts, groups) in schedule::opponent_slices(&work.index) {
         for batch in window.batches(work, &groups) {
-            let (pm, vm) = window.load(disk, work, &batch, &[])?;
+            let (pm, vm) = window.load(disk, work, &batch, (&[], ValueSegments::Zeroed))?;
             let units = units_of(&work.index, &batch);
             if let Some(c) = captured {
                 for row in (0..ROWS).filter(|&r| opponent_counts[r] > 0) {
@@ -768,20 +773,21 @@ fn step(
         Some((window, disk)) => {
             let this_ref: &Work = this;
             let target = other.unwrap_or(this_ref);
+            // Value bytes are read only where a capture event is due, and
+            // never written: decisions go to the decision log.
             let due = |g: usize| this_ref.groups[g].events.contains(depth);
-            let mode = ValueMode::Written;
+            let mode = ValueMode::Logged { due: &due };
+            this_ref.files().log().begin_step(depth);
             let target_slices = MoverSlices::new(&target.index);
             let landing_lane = if depth % 2 == 1 { Lane::Fresh } else { Lane::Won };
-            // A win step looks at capture wins, a loss step at held losses;
-            // a loss step rewrites every layout's `fresh`, so it need not
-            // read it.
+            // A win step looks at captures due, a loss step at held losses
+            // and captures due; a loss step rewrites every layout's
+            // `fresh`, so it need not read it, and a win step uses it for
+            // its new wins. `capture` changes only where an event is due.
             let (read, written): (&[Lane], &[Lane]) = if depth % 2 == 1 {
-                (&[Lane::Won, Lane::Lost, Lane::Capture, Lane::Values], &[Lane::Won, Lane::Values])
+                (&[Lane::Won, Lane::Lost, Lane::Capture], &[Lane::Won])
             } else {
-                (
-                    &[Lane::Won, Lane::Lost, Lane::Held, Lane::Capture, Lane::Values],
-                    &[Lane::Lost, Lane::Fresh, Lane::Held, Lane::Capture, Lane::Values],
-                )
+                (&[Lane::Won, Lane::Lost, Lane::Held, Lane::Capture], &[Lane::Lost, Lane::Fresh, Lane::Held])
             };
             let input = StepInput {
                 rules,
@@ -805,6 +811,7 @@ fn step(
             let reads = StepReads {
                 work: this_ref,
                 lanes: read,
+                values: ValueSegments::ReadIf(&due),
                 landing: &target.planes,
                 file_of: |g| target.files().read_file(landing_lane, g),
             };
@@ -868,9 +875,14 @@ fn step(
                 // step does not read `fresh`, so an unwritten group keeps the
                 // losses of an earlier loss step there, as an unvisited group
                 // does; see DESIGN.md on why that is harmless.)
+                log_decisions(this_ref, &units, &reports, &pm, owns[w].plane(Lane::Fresh))?;
                 let changed: BTreeSet<usize> =
                     units.iter().zip(&reports).filter(|(_, r)| r.modified).map(|(u, _)| u.0).collect();
                 owns[w].store(disk, this_ref, (&pm, &vm), written, |g| changed.contains(&g), io)?;
+                if depth % 2 == 0 {
+                    let capture_changed = |g| changed.contains(&g) && due(g);
+                    owns[w].store(disk, this_ref, (&pm, &vm), &[Lane::Capture], capture_changed, io)?;
+                }
                 if stages == 1 && k + 1 < jobs.len() {
                     // One window: read the next job only now that this one
                     // is stored.
@@ -897,6 +909,31 @@ fn step(
     Ok((decided, visited))
 }
 
+/// Appends to the decision log of a streamed material what a job of a step
+/// decided, group by group: `decided` is the window's plane holding it.
+fn log_decisions(
+    work: &Work,
+    units: &[UnitSpec],
+    reports: &[UnitReport],
+    plane_map: &Packed,
+    decided: &[u32],
+) -> Result<(), SolveError> {
+    let mut log = work.files().log();
+    let mut i = 0;
+    while i < units.len() {
+        let g = units[i].0;
+        let mut any = false;
+        while i < units.len() && units[i].0 == g {
+            any |= reports[i].decided > 0;
+            i += 1;
+        }
+        if any {
+            log.append(g, &decided[plane_map.elements(g)])?;
+        }
+    }
+    Ok(())
+}
+
 /// Both elements of a two-element slice, element `i` first.
 fn pair_mut<T>(pair: &mut [T], i: usize) -> (&mut T, &mut T) {
     let [a, b] = pair else { unreachable!("two windows") };
@@ -914,10 +951,35 @@ fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result
             run_finish(&all, own_resident(lanes, &pm, &vm));
         }
         Some((window, disk)) => {
-            for batch in window.batches(work, &all) {
-                let (pm, vm) = window.load(disk, work, &batch, &[Lane::Won, Lane::Lost, Lane::Values])?;
-                run_finish(&batch, window.owns[0].own(&pm, &vm));
-                window.store(disk, work, (&pm, &vm), &[Lane::Values], |_| true)?;
+            // Batches in the order the steps visited groups, so that each
+            // step's part of the decision log is read front to back.
+            let order: Vec<usize> = schedule::opponent_slices(&work.index).into_iter().flat_map(|s| s.1).collect();
+            let mut rank = vec![0; order.len()];
+            for (r, &g) in order.iter().enumerate() {
+                rank[g] = r;
+            }
+            for (_, groups) in schedule::opponent_slices(&work.index) {
+                for batch in window.batches(work, &groups) {
+                    let lanes = [Lane::Won, Lane::Lost];
+                    let (pm, vm) = window.load(disk, work, &batch, (&lanes, ValueSegments::Read))?;
+                    let last = batch.iter().map(|&g| rank[g]).max().expect("a batch has groups");
+                    let values = window.owns[0].values_mut();
+                    let mut at = (usize::MAX, 0);
+                    work.files().log().apply(
+                        &batch,
+                        |g| rank[g] > last,
+                        |g, depth, layout, states| {
+                            if at.0 != g {
+                                at = (g, vm.elements(g).start);
+                            }
+                            let value = if depth % 2 == 1 { Value::Win(depth) } else { Value::Loss(depth) };
+                            let n = at.1 + layout * CARD_STATES;
+                            kernel::set_values(&mut values[n..n + CARD_STATES], states, value.to_byte());
+                        },
+                    )?;
+                    run_finish(&batch, window.owns[0].own(&pm, &vm));
+                    window.store(disk, work, (&pm, &vm), &[Lane::Values], |_| true)?;
+                }
             }
             disk.drain()?;
         }

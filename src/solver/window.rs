@@ -34,6 +34,19 @@ impl SegmentMap for Packed {
     }
 }
 
+/// What loading a batch does with its value segments.
+#[derive(Clone, Copy)]
+pub(super) enum ValueSegments<'a> {
+    /// Reads every group's.
+    Read,
+    /// Zeroes them (initialisation folds captures into zeros).
+    Zeroed,
+    /// Reads those of the groups for which it holds (steps: groups with a
+    /// capture event due) and leaves the others as they are: nothing
+    /// reads them.
+    ReadIf(&'a (dyn Fn(usize) -> bool + Sync)),
+}
+
 /// One window: a batch's segments of the five planes (won, lost, fresh,
 /// capture, held) and of the values.
 pub(super) struct OwnBuffers {
@@ -85,16 +98,17 @@ impl Window {
         out
     }
 
-    /// Brings the segments of `batch` into the first window: reads `lanes`,
-    /// zeroes the others. Returns the plane and value maps.
+    /// Brings the segments of `batch` into the first window: reads the
+    /// plane lanes `lanes`, zeroes the others, and loads the values as
+    /// `values` says. Returns the plane and value maps.
     pub fn load(
         &mut self,
         disk: &mut DiskIo,
         work: &Work,
         batch: &[usize],
-        lanes: &[Lane],
+        (lanes, values): (&[Lane], ValueSegments),
     ) -> Result<(Packed, Packed), SolveError> {
-        let (pm, vm, mut requests) = self.owns[0].plan_load(work, batch, lanes, &mut self.io);
+        let (pm, vm, mut requests) = self.owns[0].plan_load(work, batch, (lanes, values), &mut self.io);
         disk.read_many(&mut requests)?;
         Ok((pm, vm))
     }
@@ -128,13 +142,14 @@ impl Window {
 }
 
 impl OwnBuffers {
-    /// Packs `batch` into this window: zeroes the lanes not in `lanes` and
-    /// returns the plane and value maps and the reads that fill the others.
+    /// Packs `batch` into this window: zeroes the plane lanes not in
+    /// `lanes` and returns the plane and value maps and the reads that fill
+    /// the others and the values (as `values` says).
     pub fn plan_load<'a>(
         &'a mut self,
         work: &Work,
         batch: &[usize],
-        lanes: &[Lane],
+        (lanes, values): (&[Lane], ValueSegments),
         io: &mut IoTotals,
     ) -> (Packed, Packed, Vec<ReadRequest<'a>>) {
         let (mut plane_entries, mut value_entries) = (Vec::new(), Vec::new());
@@ -158,11 +173,19 @@ impl OwnBuffers {
                 if lane == Lane::Values { (&value_bytes, &work.values) } else { (&plane_bytes, &work.planes) };
             let segments = carve_mut(buffer.bytes_mut(), ranges.iter().cloned());
             for (&g, into) in batch.iter().zip(segments) {
-                if lanes.contains(&lane) {
-                    io.bytes_read += into.len() as u64;
-                    requests.push((work.files().read_file(lane, g), layout.span(g..g + 1), into));
-                } else {
-                    into.fill(0);
+                let read = match (lane, values) {
+                    (Lane::Values, ValueSegments::Read) => Some(true),
+                    (Lane::Values, ValueSegments::Zeroed) => Some(false),
+                    (Lane::Values, ValueSegments::ReadIf(wanted)) => wanted(g).then_some(true),
+                    _ => Some(lanes.contains(&lane)),
+                };
+                match read {
+                    Some(true) => {
+                        io.bytes_read += into.len() as u64;
+                        requests.push((work.files().read_file(lane, g), layout.span(g..g + 1), into));
+                    }
+                    Some(false) => into.fill(0),
+                    None => {}
                 }
             }
         }
@@ -202,6 +225,17 @@ impl OwnBuffers {
         Ok(())
     }
 
+    /// The words of one plane lane's buffer.
+    pub fn plane(&self, lane: Lane) -> &[u32] {
+        let i = PLANE_LANES.iter().position(|&l| l == lane).expect("a plane lane");
+        self.planes[i].words()
+    }
+
+    /// The value buffer.
+    pub fn values_mut(&mut self) -> &mut [u8] {
+        self.values.bytes_mut()
+    }
+
     /// The window as the own lanes of a batch.
     pub fn own<'a>(&'a mut self, pm: &'a Packed, vm: &'a Packed) -> Own<'a> {
         let [won, lost, fresh, capture, held] = &mut self.planes[..] else {
@@ -230,6 +264,7 @@ pub(super) type PlannedJob<'a> = ((Packed, Packed), Option<(u64, usize)>, Vec<Re
 pub(super) struct StepReads<'w, F> {
     pub work: &'w Work,
     pub lanes: &'w [Lane],
+    pub values: ValueSegments<'w>,
     pub landing: &'w LaneLayout,
     pub file_of: F,
 }
@@ -246,7 +281,7 @@ impl<F: Fn(usize) -> FileId> StepReads<'_, F> {
         (slice, batch): &(Range<usize>, Vec<usize>),
         io: &mut IoTotals,
     ) -> PlannedJob<'a> {
-        let (pm, vm, mut requests) = own.plan_load(self.work, batch, self.lanes, io);
+        let (pm, vm, mut requests) = own.plan_load(self.work, batch, (self.lanes, self.values), io);
         let slice_at = slice_buffer.map(|buffer| {
             let (at, slice_requests) = plan_slice(buffer, &self.file_of, self.landing, slice.clone(), io);
             requests.extend(slice_requests);

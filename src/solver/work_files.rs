@@ -8,14 +8,18 @@
 //! that segment goes to the other slot. So the planes a checkpoint names are
 //! never overwritten while it is the latest, and nothing is copied to take
 //! one. The value lane has a single file: a step rerun after `kill -9` over
-//! values written by the killed run writes the same bytes (DESIGN.md,
-//! "Checkpoints", gives the argument). Knows nothing of moves or steps.
+//! lane is written only by initialisation and finishing, never by steps:
+//! they append what they decide to the material's decision log
+//! (`decision_log`), which a checkpoint records by its length. Knows
+//! nothing of moves or steps.
 
+use super::decision_log::{DecisionLog, LogMark};
 use super::disk::{DiskError, DiskIo, LaneFile, lane_path, slot_path};
 use super::lanes::{Lane, LaneLayout};
 use crate::blockio::FileId;
 use crate::index::Material;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Plane lanes in slot-bit order: bit `i` of a group's slot byte is the slot
@@ -38,6 +42,14 @@ pub(super) struct MaterialFiles {
     live: Vec<AtomicU8>,
     /// Per group, the slots the latest checkpoint names (never written).
     kept: Vec<u8>,
+    /// The steps' decisions. Behind a lock only so that a step can append
+    /// through `&self`; one thread appends at a time.
+    log: Mutex<DecisionLog>,
+}
+
+/// The name of a material's decision log.
+pub(super) fn log_path(dir: &Path, material: Material) -> PathBuf {
+    dir.join(format!("{material}.decisions"))
 }
 
 impl MaterialFiles {
@@ -50,19 +62,22 @@ impl MaterialFiles {
         groups: usize,
         disk: &mut DiskIo,
     ) -> Result<MaterialFiles, DiskError> {
-        MaterialFiles::open(dir, material, planes, values, vec![0; groups], true, disk)
+        let log = DecisionLog::create(&log_path(dir, material))?;
+        MaterialFiles::open(dir, material, planes, values, vec![0; groups], (log, true), disk)
     }
 
-    /// Opens the files a checkpoint names, with its slot bytes (one per group).
+    /// Opens the files a checkpoint names, with its slot bytes (one per
+    /// group) and the mark of the decision log.
     pub fn reopen(
         dir: &Path,
         material: Material,
-        planes: &LaneLayout,
-        values: &LaneLayout,
+        (planes, values): (&LaneLayout, &LaneLayout),
         kept: Vec<u8>,
+        mark: LogMark,
         disk: &mut DiskIo,
     ) -> Result<MaterialFiles, DiskError> {
-        MaterialFiles::open(dir, material, planes, values, kept, false, disk)
+        let log = DecisionLog::reopen(&log_path(dir, material), mark)?;
+        MaterialFiles::open(dir, material, planes, values, kept, (log, false), disk)
     }
 
     fn open(
@@ -71,7 +86,7 @@ impl MaterialFiles {
         plane_layout: &LaneLayout,
         value_layout: &LaneLayout,
         kept: Vec<u8>,
-        create: bool,
+        (log, create): (DecisionLog, bool),
         disk: &mut DiskIo,
     ) -> Result<MaterialFiles, DiskError> {
         let mut open = |path: &Path, bytes: u64| -> Result<(LaneFile, FileId), DiskError> {
@@ -89,7 +104,7 @@ impl MaterialFiles {
         }
         let values = open(&lane_path(dir, material, Lane::Values), value_layout.total_bytes())?;
         let live = kept.iter().map(|&slots| AtomicU8::new(slots)).collect();
-        Ok(MaterialFiles { planes, values, live, kept })
+        Ok(MaterialFiles { planes, values, live, kept, log: Mutex::new(log) })
     }
 
     /// The file to read group `g`'s segment of `lane` from.
@@ -114,17 +129,23 @@ impl MaterialFiles {
         self.planes[bit.trailing_zeros() as usize][(slot != 0) as usize].1
     }
 
-    /// Syncs every file (writes drained first) and returns the slot bytes a
-    /// checkpoint taken now must name. Call [`MaterialFiles::keep`] with
-    /// them once the checkpoint is durable.
-    pub fn sync(&self, disk: &mut DiskIo) -> Result<Vec<u8>, DiskError> {
+    /// The decision log, to append to or apply.
+    pub fn log(&self) -> std::sync::MutexGuard<'_, DecisionLog> {
+        self.log.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Syncs every file (writes drained first) and returns the slot bytes
+    /// and log mark a checkpoint taken now must name. Call
+    /// [`MaterialFiles::keep`] with the slots once the checkpoint is durable.
+    pub fn sync(&self, disk: &mut DiskIo) -> Result<(Vec<u8>, LogMark), DiskError> {
         for slots in &self.planes {
             for (_, id) in slots {
                 disk.sync(*id)?;
             }
         }
         disk.sync(self.values.1)?;
-        Ok(self.live.iter().map(|slots| slots.load(Ordering::Relaxed)).collect())
+        let mark = self.log().sync()?;
+        Ok((self.live.iter().map(|slots| slots.load(Ordering::Relaxed)).collect(), mark))
     }
 
     /// The checkpoint naming `slots` is durable: from now on writes must
@@ -150,14 +171,15 @@ impl MaterialFiles {
     }
 }
 
-/// Removes a material's plane files, both slots (they are not needed once
-/// its values are final). Missing files are fine.
+/// Removes a material's plane files, both slots, and its decision log
+/// (they are not needed once its values are final). Missing files are fine.
 pub(super) fn remove_planes(dir: &Path, material: Material) {
     for lane in PLANE_LANES {
         for slot in 0..2 {
             let _ = std::fs::remove_file(slot_path(dir, material, lane, slot));
         }
     }
+    let _ = std::fs::remove_file(log_path(dir, material));
 }
 
 #[cfg(test)]
@@ -186,14 +208,14 @@ mod tests {
         assert_eq!(files.write_file(Lane::Won, 3), written, "a second write before a checkpoint reuses the slot");
         assert_eq!(files.read_file(Lane::Values, 3), files.write_file(Lane::Values, 3));
         // After a checkpoint keeps slot 1, the next write goes back to slot 0.
-        let slots = files.sync(&mut disk).unwrap();
+        let (slots, mark) = files.sync(&mut disk).unwrap();
         assert_eq!(slots[3], plane_bit(Lane::Won));
         files.keep(slots.clone());
         assert_eq!(files.read_file(Lane::Won, 3), written);
         assert_eq!(files.write_file(Lane::Won, 3), first);
         // Reopening with the kept slots reads what the checkpoint named.
         drop(files);
-        let files = MaterialFiles::reopen(dir.path(), material, &planes, &values, slots, &mut disk).unwrap();
+        let files = MaterialFiles::reopen(dir.path(), material, (&planes, &values), slots, mark, &mut disk).unwrap();
         let slot_one = files.read_file(Lane::Won, 3);
         assert_ne!(slot_one, files.read_file(Lane::Won, 4));
         remove_planes(dir.path(), material);
