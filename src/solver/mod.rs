@@ -879,7 +879,7 @@ fn step(
                 let changed: BTreeSet<usize> =
                     units.iter().zip(&reports).filter(|(_, r)| r.modified).map(|(u, _)| u.0).collect();
                 owns[w].store(disk, this_ref, (&pm, &vm), written, |g| changed.contains(&g), io)?;
-                if depth % 2 == 0 {
+                if depth.is_multiple_of(2) {
                     let capture_changed = |g| changed.contains(&g) && due(g);
                     owns[w].store(disk, this_ref, (&pm, &vm), &[Lane::Capture], capture_changed, io)?;
                 }
