@@ -24,6 +24,8 @@ pub enum DiskError {
     Io { action: &'static str, path: PathBuf, cause: io::Error },
     #[error("work file '{}' has {found} bytes, not the {expected} its lane needs; the work directory is damaged", path.display())]
     Size { path: PathBuf, found: u64, expected: u64 },
+    #[error("work file '{}' is damaged ({what}); the work directory is damaged", path.display())]
+    Damaged { path: PathBuf, what: &'static str },
     #[error("cannot allocate {bytes} bytes of aligned memory")]
     Memory { bytes: usize },
     #[error(transparent)]

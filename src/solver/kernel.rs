@@ -443,23 +443,38 @@ pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, own: Init
 
 /// A unit's value bytes during a step.
 pub(super) enum StepValues<'a> {
-    /// Resident lanes: a decided state's byte is written as it is decided.
+    /// Resident lanes: capture values are read from the bytes, and a
+    /// decided state's byte is written as it is decided.
     Written(&'a mut [u8]),
-    /// Streamed lanes: bytes are not written during steps (the caller logs
-    /// the states decided, see `decision_log`); loaded, to be read, only if
-    /// a capture event of the unit's group falls due at this depth.
-    Logged(Option<&'a [u8]>),
+    /// Streamed lanes: bytes are neither read nor written during steps.
+    /// The caller logs the states decided (see `decision_log`) and, if a
+    /// capture event of the unit's group falls due at this depth, gives
+    /// per layout the card states whose capture value falls due now (from
+    /// the `capture_schedule`).
+    Logged(Option<&'a [u32]>),
 }
 
 impl StepValues<'_> {
-    /// The value byte of card state `k` of layout `n`: for an undecided
-    /// state, its best capture value. Only read when a capture event is due.
+    /// Those of `candidates` (undecided states of layout `n` with a capture
+    /// value) whose capture value falls due at this depth: the value byte
+    /// satisfies `due_now` (resident), or the schedule says so (streamed).
+    /// Only asked when a capture event of the group is due.
     #[inline(always)]
-    fn byte(&self, n: usize, k: usize) -> u8 {
+    fn due(&self, n: usize, candidates: u32, due_now: impl Fn(u8) -> bool) -> u32 {
         match self {
-            StepValues::Written(values) => values[n * CARD_STATES + k],
-            StepValues::Logged(Some(values)) => values[n * CARD_STATES + k],
-            StepValues::Logged(None) => unreachable!("values are loaded when a capture event is due"),
+            StepValues::Written(values) => {
+                let (mut rest, mut due) = (candidates, 0);
+                while rest != 0 {
+                    let k = rest.trailing_zeros() as usize;
+                    rest &= rest - 1;
+                    if due_now(values[n * CARD_STATES + k]) {
+                        due |= 1 << k;
+                    }
+                }
+                due
+            }
+            StepValues::Logged(Some(due)) => candidates & due[n],
+            StepValues::Logged(None) => unreachable!("the schedule is read when a capture event is due"),
         }
     }
 
@@ -749,13 +764,8 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
                 }
             }
             // A capture win can be due only where the group has an event now.
-            let mut by_capture = if own.capture_due { undecided & own.capture[n] & !wins } else { 0 };
-            while by_capture != 0 {
-                let k = by_capture.trailing_zeros() as usize;
-                by_capture &= by_capture - 1;
-                if own.values.byte(n, k) == win_byte {
-                    wins |= 1 << k;
-                }
+            if own.capture_due {
+                wins |= own.values.due(n, undecided & own.capture[n] & !wins, |byte| byte == win_byte);
             }
             wins &= undecided;
             if let Some(newly_won) = own.newly_won.as_deref_mut() {
@@ -849,16 +859,14 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             }
             let (n, layout) = (first + j, place.layout(j / q, j % q));
             if own.capture_due {
-                // A capture into a loss due now (or sooner) no longer holds
-                // a loss back: losing in `depth` is as long.
-                let mut check = undecided & own.capture[n];
-                while check != 0 {
-                    let k = check.trailing_zeros() as usize;
-                    check &= check - 1;
-                    if own.values.byte(n, k) <= loss_byte {
-                        own.capture[n] &= !(1 << k);
-                        report.modified = true;
-                    }
+                // A capture into a loss due now no longer holds a loss
+                // back: losing in `depth` is as long. (Each such capture is
+                // due at its own depth, when its group is visited, so
+                // `<=` and the schedule's `==` clear the same bits.)
+                let expired = own.values.due(n, undecided & own.capture[n], |byte| byte <= loss_byte);
+                if expired != 0 {
+                    own.capture[n] &= !expired;
+                    report.modified = true;
                 }
             }
             // Unchanged successors give the answer of two steps ago: only

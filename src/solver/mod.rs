@@ -29,6 +29,7 @@
 //! contiguous slice of its lanes (seed 002's loop nest). That is what lets
 //! the block store stream the table: see [`schedule`].
 
+mod capture_schedule;
 mod checkpoint;
 mod decision_log;
 pub mod disk;
@@ -57,7 +58,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use thiserror::Error;
-use window::{Packed, StepReads, ValueSegments, Window, minimum_budget, streamed_minimum};
+use window::{Packed, StepReads, ValueSegments, WINDOW_PLANES, Window, minimum_budget, streamed_minimum};
 use work_files::MaterialFiles;
 
 /// Placements per unit of parallel work: big enough to amortise scheduling,
@@ -190,7 +191,7 @@ struct GroupState {
 /// Where a material's lanes are.
 enum Storage {
     Resident(ResidentLanes),
-    OnDisk(MaterialFiles),
+    OnDisk(Box<MaterialFiles>),
 }
 
 /// Working state of one material while it is solved.
@@ -224,7 +225,7 @@ impl Work {
         let storage = match streamed_in {
             None => Storage::Resident(ResidentLanes::new(&planes, &values)),
             Some(StreamedIn { dir, disk, resume: None }) => {
-                Storage::OnDisk(MaterialFiles::create(dir, material, &planes, &values, count, disk)?)
+                Storage::OnDisk(Box::new(MaterialFiles::create(dir, material, &planes, &values, count, disk)?))
             }
             Some(StreamedIn { dir, disk, resume: Some(record) }) => {
                 let damaged = || SolveError::DamagedCheckpoint(material);
@@ -239,7 +240,7 @@ impl Work {
                     };
                 }
                 let mark = LogMark { bytes: record.log_bytes, segments: record.log_steps.clone() };
-                Storage::OnDisk(MaterialFiles::reopen(dir, material, (&planes, &values), slots, mark, disk)?)
+                Storage::OnDisk(Box::new(MaterialFiles::reopen(dir, material, (&planes, &values), slots, mark, disk)?))
             }
         };
         Ok(Work {
@@ -442,6 +443,9 @@ struct Own<'a> {
     capture: &'a mut [u32],
     held: &'a mut [u32],
     values: &'a mut [u8],
+    /// Streamed steps: per layout, the card states whose capture value
+    /// falls due at the step's depth (filled for groups with an event due).
+    due: &'a mut [u32],
 }
 
 /// Folds captures into rows `rows` into the value bytes of the units.
@@ -511,6 +515,10 @@ fn run_step(
     let plane_map = own.plane_map;
     let plane_ranges = || units.iter().map(|&u| unit_elements(plane_map, index, u, 1));
     let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, CARD_STATES)));
+    let due_states: Vec<&[u32]> = match mode {
+        ValueMode::Logged { .. } => plane_ranges().map(|r| &own.due[r]).collect(),
+        ValueMode::Written => units.iter().map(|_| &[][..]).collect(),
+    };
     if input.depth_plies % 2 == 1 {
         let won = carve_mut(own.won, plane_ranges());
         let (lost, capture) = (&*own.lost, &*own.capture);
@@ -521,18 +529,18 @@ fn run_step(
             ValueMode::Written => (units.iter().map(|_| None).collect(), &*own.fresh),
         };
         let (target, region) = landing_in.unwrap_or((index, ReadRegion { map: plane_map, data: fresh }));
-        let slices: Vec<_> = won.into_iter().zip(newly_won).zip(values).collect();
+        let slices: Vec<_> = won.into_iter().zip(newly_won).zip(values).zip(due_states).collect();
         units
             .par_iter()
             .zip(slices)
-            .map(|(&u, ((won, newly_won), values))| {
+            .map(|(&u, (((won, newly_won), values), due_states))| {
                 let (g, start, end) = u;
                 let group = &index.groups()[g];
                 let r = unit_elements(plane_map, index, u, 1);
                 let own = kernel::WinLanes {
                     won,
                     newly_won,
-                    values: step_values(mode, g, values),
+                    values: step_values(mode, g, values, due_states),
                     lost: &lost[r.clone()],
                     capture: &capture[r],
                     capture_due: due(g),
@@ -548,11 +556,11 @@ fn run_step(
         let capture = carve_mut(own.capture, plane_ranges());
         let won = &*own.won;
         let (target, region) = landing_in.unwrap_or((index, ReadRegion { map: plane_map, data: won }));
-        let slices: Vec<_> = lost.into_iter().zip(fresh).zip(held).zip(capture).zip(values).collect();
+        let slices: Vec<_> = lost.into_iter().zip(fresh).zip(held).zip(capture).zip(values).zip(due_states).collect();
         units
             .par_iter()
             .zip(slices)
-            .map(|(&u, ((((lost, fresh), held), capture), values))| {
+            .map(|(&u, (((((lost, fresh), held), capture), values), due_states))| {
                 let (g, start, end) = u;
                 let group = &index.groups()[g];
                 let r = unit_elements(plane_map, index, u, 1);
@@ -561,7 +569,7 @@ fn run_step(
                     fresh,
                     held,
                     capture,
-                    values: step_values(mode, g, values),
+                    values: step_values(mode, g, values, due_states),
                     won: &won[r],
                     capture_due: due(g),
                 };
@@ -573,10 +581,10 @@ fn run_step(
 }
 
 /// A unit of group `g`'s value bytes in a step.
-fn step_values<'v>(mode: ValueMode, g: usize, values: &'v mut [u8]) -> StepValues<'v> {
+fn step_values<'v>(mode: ValueMode, g: usize, values: &'v mut [u8], due_states: &'v [u32]) -> StepValues<'v> {
     match mode {
         ValueMode::Written => StepValues::Written(values),
-        ValueMode::Logged { due } => StepValues::Logged(due(g).then_some(&*values)),
+        ValueMode::Logged { due } => StepValues::Logged(due(g).then_some(due_states)),
     }
 }
 
@@ -676,6 +684,7 @@ fn own_resident<'a>(lanes: &'a mut ResidentLanes, pm: &'a dyn SegmentMap, vm: &'
         capture: &mut lanes.capture,
         held: &mut lanes.held,
         values: &mut lanes.values,
+        due: &mut [],
     }
 }
 
@@ -727,10 +736,24 @@ fn initialize(
             let reports = run_init(rules, moves, &work.index, &units, window.owns[0].own(&pm, &vm));
             let written = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::Capture, Lane::Values];
             window.store(disk, work, (&pm, &vm), &written, |_| true)?;
+            // The batch's capture schedule, sorted by depth in the slice
+            // buffer (free once the captures are folded).
+            let Window { owns, slices, .. } = &mut *window;
+            let Storage::OnDisk(files) = &mut work.storage else { unreachable!("streamed") };
+            for &g in &batch {
+                let (planes, values) = (pm.elements(g), vm.elements(g));
+                let capture = &owns[0].plane(Lane::Capture)[planes];
+                let values = &owns[0].values()[values];
+                let depth_of =
+                    |n: usize, k: usize| Value::from_byte(values[n * CARD_STATES + k]).and_then(Value::plies);
+                capture_schedule::write_group(files.schedule_mut(), g, capture, depth_of, slices[0].bytes_mut())?;
+            }
             total = UnitReport::merge(total, record(work, &units, &reports, false));
         }
     }
     disk.drain()?;
+    let Storage::OnDisk(files) = &mut work.storage else { unreachable!("streamed") };
+    files.schedule_mut().seal()?;
     Ok(total)
 }
 
@@ -811,7 +834,7 @@ fn step(
             let reads = StepReads {
                 work: this_ref,
                 lanes: read,
-                values: ValueSegments::ReadIf(&due),
+                values: ValueSegments::Untouched,
                 landing: &target.planes,
                 file_of: |g| target.files().read_file(landing_lane, g),
             };
@@ -842,6 +865,8 @@ fn step(
                 let (pm, vm) = loaded.take().expect("every job is loaded before it runs");
                 let units = units_of(&this_ref.index, &jobs[k].1);
                 let (w, sb) = (k % stages, slice_of[k]);
+                let due_groups: Vec<usize> = jobs[k].1.iter().copied().filter(|&g| due(g)).collect();
+                owns[w].fill_due(this_ref.files().schedule(), (&pm, &vm), &due_groups, depth, io)?;
                 let (first_byte, len) = slice_at[sb];
                 let map = Span { layout: &target.planes, first_byte, element_bytes: 4 };
                 let reports = if stages == 2 && k + 1 < jobs.len() {
@@ -1275,9 +1300,10 @@ pub fn solve_with(
             // buffer only ever holds landing slices.)
             let two = minimum + needs.second_stage();
             let (stages, fixed) = if budget >= two { (2, two) } else { (1, minimum) };
-            // Share what is left over between the windows' lanes, 4 bytes
-            // per layout for each plane and 30 for the values.
-            let spare = (budget - fixed) / stages / (5 * 4 + CARD_STATES as u64);
+            // Share what is left over between the windows' buffers, 4 bytes
+            // per layout for each plane (five lanes and the due states) and
+            // 30 for the values.
+            let spare = (budget - fixed) / stages / (WINDOW_PLANES * 4 + CARD_STATES as u64);
             let align = |b: u64| b / SEGMENT_ALIGN_BYTES * SEGMENT_ALIGN_BYTES;
             let plane_bytes = needs.plane + align(spare * 4);
             let value_bytes = needs.value + align(spare * CARD_STATES as u64);

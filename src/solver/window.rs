@@ -9,6 +9,7 @@
 //! and two slice buffers the solver reads the next batch while it computes
 //! the current one (see `step` in the parent module).
 
+use super::capture_schedule::{CaptureSchedule, ENTRY_BYTES};
 use super::disk::{AlignedBuf, DiskIo};
 use super::lanes::{Lane, LaneLayout, SegmentMap, carve_mut};
 use super::schedule::MoverSlices;
@@ -36,22 +37,25 @@ impl SegmentMap for Packed {
 
 /// What loading a batch does with its value segments.
 #[derive(Clone, Copy)]
-pub(super) enum ValueSegments<'a> {
+pub(super) enum ValueSegments {
     /// Reads every group's.
     Read,
     /// Zeroes them (initialisation folds captures into zeros).
     Zeroed,
-    /// Reads those of the groups for which it holds (steps: groups with a
-    /// capture event due) and leaves the others as they are: nothing
-    /// reads them.
-    ReadIf(&'a (dyn Fn(usize) -> bool + Sync)),
+    /// Leaves them as they are: steps do not read value bytes.
+    Untouched,
 }
 
+/// Plane buffers of a window: the five plane lanes and the due states.
+pub(super) const WINDOW_PLANES: u64 = 6;
+
 /// One window: a batch's segments of the five planes (won, lost, fresh,
-/// capture, held) and of the values.
+/// capture, held) and of the values, and a plane of due states (no lane:
+/// filled from the capture schedule by streamed steps).
 pub(super) struct OwnBuffers {
     planes: Vec<AlignedBuf>,
     values: AlignedBuf,
+    due: AlignedBuf,
 }
 
 /// The streamed pair's buffers.
@@ -72,7 +76,8 @@ impl Window {
         let mut slices = Vec::new();
         for &slice_bytes in slice_bytes {
             let planes = (0..5).map(|_| AlignedBuf::zeroed(plane_bytes as usize)).collect::<Result<_, _>>()?;
-            owns.push(OwnBuffers { planes, values: AlignedBuf::zeroed(value_bytes as usize)? });
+            let (values, due) = (AlignedBuf::zeroed(value_bytes as usize)?, AlignedBuf::zeroed(plane_bytes as usize)?);
+            owns.push(OwnBuffers { planes, values, due });
             slices.push(AlignedBuf::zeroed(slice_bytes as usize)?);
         }
         Ok(Window { owns, slices, io: IoTotals::default() })
@@ -176,7 +181,7 @@ impl OwnBuffers {
                 let read = match (lane, values) {
                     (Lane::Values, ValueSegments::Read) => Some(true),
                     (Lane::Values, ValueSegments::Zeroed) => Some(false),
-                    (Lane::Values, ValueSegments::ReadIf(wanted)) => wanted(g).then_some(true),
+                    (Lane::Values, ValueSegments::Untouched) => None,
                     _ => Some(lanes.contains(&lane)),
                 };
                 match read {
@@ -231,9 +236,43 @@ impl OwnBuffers {
         self.planes[i].words()
     }
 
+    pub fn values(&self) -> &[u8] {
+        self.values.bytes()
+    }
+
     /// The value buffer.
     pub fn values_mut(&mut self) -> &mut [u8] {
         self.values.bytes_mut()
+    }
+
+    /// Fills the due-states plane of `groups` with the card states whose
+    /// capture value falls due at `depth_plies`, from the schedule. The
+    /// entries are read into the groups' value segments first (at most 8
+    /// bytes per layout, there are 30).
+    pub fn fill_due(
+        &mut self,
+        schedule: &CaptureSchedule,
+        (plane_map, value_map): (&Packed, &Packed),
+        groups: &[usize],
+        depth_plies: u16,
+        io: &mut IoTotals,
+    ) -> Result<(), SolveError> {
+        for &g in groups {
+            let chunk = schedule.index().chunk(g, depth_plies);
+            let (planes, values) = (plane_map.elements(g), value_map.elements(g));
+            let len = (chunk.end - chunk.start) as usize;
+            assert!(len / ENTRY_BYTES <= planes.len(), "at most one schedule entry per layout and depth");
+            let entries = &mut self.values.bytes_mut()[values.start..values.start + len];
+            schedule.read(chunk, entries)?;
+            io.bytes_read += len as u64;
+            let due = &mut self.due.words_mut()[planes];
+            due.fill(0);
+            for entry in self.values.bytes()[values.start..values.start + len].chunks_exact(ENTRY_BYTES) {
+                let n = u32::from_le_bytes(entry[..4].try_into().expect("4 bytes")) as usize;
+                due[n] = u32::from_le_bytes(entry[4..].try_into().expect("4 bytes"));
+            }
+        }
+        Ok(())
     }
 
     /// The window as the own lanes of a batch.
@@ -250,6 +289,7 @@ impl OwnBuffers {
             capture: capture.words_mut(),
             held: held.words_mut(),
             values: self.values.bytes_mut(),
+            due: self.due.words_mut(),
         }
     }
 }
@@ -264,7 +304,7 @@ pub(super) type PlannedJob<'a> = ((Packed, Packed), Option<(u64, usize)>, Vec<Re
 pub(super) struct StepReads<'w, F> {
     pub work: &'w Work,
     pub lanes: &'w [Lane],
-    pub values: ValueSegments<'w>,
+    pub values: ValueSegments,
     pub landing: &'w LaneLayout,
     pub file_of: F,
 }
@@ -374,12 +414,12 @@ pub(super) struct BufferNeeds {
 impl BufferNeeds {
     /// The first window and slice buffer: steps, initialisation, finishing.
     pub fn first_stage(&self) -> u64 {
-        5 * self.plane + self.value + self.landing_slice.max(self.captured_slice)
+        WINDOW_PLANES * self.plane + self.value + self.landing_slice.max(self.captured_slice)
     }
 
     /// The second window and slice buffer: steps only.
     pub fn second_stage(&self) -> u64 {
-        5 * self.plane + self.value + self.landing_slice
+        WINDOW_PLANES * self.plane + self.value + self.landing_slice
     }
 }
 

@@ -13,6 +13,7 @@
 //! (`decision_log`), which a checkpoint records by its length. Knows
 //! nothing of moves or steps.
 
+use super::capture_schedule::{self, CaptureSchedule};
 use super::decision_log::{DecisionLog, LogMark};
 use super::disk::{DiskError, DiskIo, LaneFile, lane_path, slot_path};
 use super::lanes::{Lane, LaneLayout};
@@ -45,6 +46,9 @@ pub(super) struct MaterialFiles {
     /// The steps' decisions. Behind a lock only so that a step can append
     /// through `&self`; one thread appends at a time.
     log: Mutex<DecisionLog>,
+    /// Which states' capture values fall due when (written by
+    /// initialisation, read by steps).
+    schedule: CaptureSchedule,
 }
 
 /// The name of a material's decision log.
@@ -63,7 +67,8 @@ impl MaterialFiles {
         disk: &mut DiskIo,
     ) -> Result<MaterialFiles, DiskError> {
         let log = DecisionLog::create(&log_path(dir, material))?;
-        MaterialFiles::open(dir, material, planes, values, vec![0; groups], (log, true), disk)
+        let schedule = CaptureSchedule::create(dir, material, groups)?;
+        MaterialFiles::open(dir, material, planes, values, vec![0; groups], (log, schedule, true), disk)
     }
 
     /// Opens the files a checkpoint names, with its slot bytes (one per
@@ -77,7 +82,8 @@ impl MaterialFiles {
         disk: &mut DiskIo,
     ) -> Result<MaterialFiles, DiskError> {
         let log = DecisionLog::reopen(&log_path(dir, material), mark)?;
-        MaterialFiles::open(dir, material, planes, values, kept, (log, false), disk)
+        let schedule = CaptureSchedule::reopen(dir, material, kept.len())?;
+        MaterialFiles::open(dir, material, planes, values, kept, (log, schedule, false), disk)
     }
 
     fn open(
@@ -86,7 +92,7 @@ impl MaterialFiles {
         plane_layout: &LaneLayout,
         value_layout: &LaneLayout,
         kept: Vec<u8>,
-        (log, create): (DecisionLog, bool),
+        (log, schedule, create): (DecisionLog, CaptureSchedule, bool),
         disk: &mut DiskIo,
     ) -> Result<MaterialFiles, DiskError> {
         let mut open = |path: &Path, bytes: u64| -> Result<(LaneFile, FileId), DiskError> {
@@ -104,7 +110,7 @@ impl MaterialFiles {
         }
         let values = open(&lane_path(dir, material, Lane::Values), value_layout.total_bytes())?;
         let live = kept.iter().map(|&slots| AtomicU8::new(slots)).collect();
-        Ok(MaterialFiles { planes, values, live, kept, log: Mutex::new(log) })
+        Ok(MaterialFiles { planes, values, live, kept, log: Mutex::new(log), schedule })
     }
 
     /// The file to read group `g`'s segment of `lane` from.
@@ -127,6 +133,14 @@ impl MaterialFiles {
         let live = &self.live[g];
         live.store((live.load(Ordering::Relaxed) & !bit) | slot, Ordering::Relaxed);
         self.planes[bit.trailing_zeros() as usize][(slot != 0) as usize].1
+    }
+
+    pub fn schedule(&self) -> &CaptureSchedule {
+        &self.schedule
+    }
+
+    pub fn schedule_mut(&mut self) -> &mut CaptureSchedule {
+        &mut self.schedule
     }
 
     /// The decision log, to append to or apply.
@@ -180,6 +194,7 @@ pub(super) fn remove_planes(dir: &Path, material: Material) {
         }
     }
     let _ = std::fs::remove_file(log_path(dir, material));
+    capture_schedule::remove(dir, material);
 }
 
 #[cfg(test)]

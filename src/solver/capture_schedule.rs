@@ -1,0 +1,346 @@
+//! The capture schedule of a streamed material: for each group and each
+//! depth at which capture values of its states fall due, which states they
+//! are. Written once, by initialisation; a step at depth d then reads only
+//! the (group, d) part instead of the group's 30 value bytes per layout.
+//!
+//! Owns the schedule file's byte layout, its index and the index file;
+//! knows nothing of moves, planes or the value encoding.
+//!
+//! `<material>.captures`: per group (in the order initialisation writes
+//! them), per depth in increasing order, a *chunk* of entries `layout: u32,
+//! states: u32` (little-endian; layout within the group, in increasing
+//! order; the card states whose capture value falls due at that depth).
+//! `<material>.captures-index`: where each group's chunks are (see
+//! [`ScheduleIndex::to_bytes`]), with a crc32, written and synced at the end
+//! of initialisation.
+
+use super::disk::{DiskError, io_error};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+pub(super) const ENTRY_BYTES: usize = 8;
+const INDEX_MAGIC: &[u8; 8] = b"onitbcs1";
+
+/// Where each group's chunks are in the schedule file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct ScheduleIndex {
+    /// Per group, the file offset of its first chunk.
+    group_offset: Vec<u64>,
+    /// Per group, the range of its chunks in `chunk_depth` and
+    /// `chunk_entries` (groups are written in schedule order, so the
+    /// ranges are not in group order).
+    group_chunks: Vec<(u32, u32)>,
+    chunk_depth: Vec<u16>,
+    chunk_entries: Vec<u32>,
+}
+
+impl ScheduleIndex {
+    fn new(groups: usize) -> ScheduleIndex {
+        ScheduleIndex {
+            group_offset: vec![0; groups],
+            group_chunks: vec![(0, 0); groups],
+            chunk_depth: Vec::new(),
+            chunk_entries: Vec::new(),
+        }
+    }
+
+    /// File byte range of group `g`'s chunk at `depth_plies` (empty if none).
+    pub fn chunk(&self, g: usize, depth_plies: u16) -> std::ops::Range<u64> {
+        let chunks = self.group_chunks[g].0 as usize..self.group_chunks[g].1 as usize;
+        let mut at = self.group_offset[g];
+        for c in chunks {
+            let bytes = self.chunk_entries[c] as u64 * ENTRY_BYTES as u64;
+            if self.chunk_depth[c] == depth_plies {
+                return at..at + bytes;
+            }
+            at += bytes;
+        }
+        at..at
+    }
+
+    /// The index as bytes: magic, group count, chunk count (u64 each after
+    /// the magic), then the four arrays little-endian, then a crc32 of all
+    /// before it.
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut out = INDEX_MAGIC.to_vec();
+        out.extend_from_slice(&(self.group_offset.len() as u64).to_le_bytes());
+        out.extend_from_slice(&(self.chunk_depth.len() as u64).to_le_bytes());
+        self.group_offset.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+        for (first, end) in &self.group_chunks {
+            out.extend_from_slice(&first.to_le_bytes());
+            out.extend_from_slice(&end.to_le_bytes());
+        }
+        self.chunk_depth.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+        self.chunk_entries.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// Parses [`ScheduleIndex::to_bytes`]; None if the bytes are not an
+    /// index of `groups` groups.
+    fn from_bytes(bytes: &[u8], groups: usize) -> Option<ScheduleIndex> {
+        let (body, crc) = bytes.split_at_checked(bytes.len().checked_sub(4)?)?;
+        if crc32fast::hash(body).to_le_bytes() != crc || !body.starts_with(INDEX_MAGIC) {
+            return None;
+        }
+        let mut rest = &body[INDEX_MAGIC.len()..];
+        let mut take = |n: usize| -> Option<&[u8]> {
+            let (head, tail) = rest.split_at_checked(n)?;
+            rest = tail;
+            Some(head)
+        };
+        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
+        let group_count = word(take(8)?);
+        let chunk_count = word(take(8)?) as usize;
+        if group_count != groups as u64 || chunk_count > body.len() {
+            return None;
+        }
+        let group_offset = take(8 * groups)?.chunks(8).map(word).collect();
+        let pair = |b: &[u8]| {
+            let half = |h: &[u8]| u32::from_le_bytes(h.try_into().expect("4 bytes"));
+            (half(&b[..4]), half(&b[4..]))
+        };
+        let group_chunks: Vec<(u32, u32)> = take(8 * groups)?.chunks(8).map(pair).collect();
+        let chunk_depth = take(2 * chunk_count)?.chunks(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect();
+        let chunk_entries =
+            take(4 * chunk_count)?.chunks(4).map(|b| u32::from_le_bytes(b.try_into().expect("4"))).collect();
+        let in_bounds = group_chunks.iter().all(|&(first, end)| first <= end && end as usize <= chunk_count);
+        if !rest.is_empty() || !in_bounds {
+            return None;
+        }
+        Some(ScheduleIndex { group_offset, group_chunks, chunk_depth, chunk_entries })
+    }
+}
+
+/// The capture schedule of one material.
+pub(super) struct CaptureSchedule {
+    file: File,
+    path: PathBuf,
+    index_path: PathBuf,
+    index: ScheduleIndex,
+    /// Bytes written so far (initialisation).
+    written: u64,
+}
+
+fn paths(dir: &Path, material: impl std::fmt::Display) -> (PathBuf, PathBuf) {
+    (dir.join(format!("{material}.captures")), dir.join(format!("{material}.captures-index")))
+}
+
+/// Removes a material's schedule files (missing files are fine).
+pub(super) fn remove(dir: &Path, material: impl std::fmt::Display) {
+    let (path, index_path) = paths(dir, material);
+    let _ = std::fs::remove_file(path);
+    let _ = std::fs::remove_file(index_path);
+}
+
+impl CaptureSchedule {
+    /// An empty schedule, to be written by initialisation.
+    pub fn create(dir: &Path, material: impl std::fmt::Display, groups: usize) -> Result<CaptureSchedule, DiskError> {
+        let (path, index_path) = paths(dir, material);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|e| io_error("create", &path, e))?;
+        Ok(CaptureSchedule { file, path, index_path, index: ScheduleIndex::new(groups), written: 0 })
+    }
+
+    /// The schedule an earlier run's initialisation wrote.
+    pub fn reopen(dir: &Path, material: impl std::fmt::Display, groups: usize) -> Result<CaptureSchedule, DiskError> {
+        let (path, index_path) = paths(dir, material);
+        let file = OpenOptions::new().read(true).write(true).open(&path).map_err(|e| io_error("open", &path, e))?;
+        let bytes = std::fs::read(&index_path).map_err(|e| io_error("read", &index_path, e))?;
+        let found = file.metadata().map_err(|e| io_error("inspect", &path, e))?.len();
+        let index = ScheduleIndex::from_bytes(&bytes, groups)
+            .ok_or_else(|| DiskError::Damaged { path: index_path.clone(), what: "not a capture schedule index" })?;
+        let end = (0..groups).map(|g| index.chunk(g, u16::MAX).end).max().unwrap_or(0);
+        if found < end {
+            return Err(DiskError::Size { path, found, expected: end });
+        }
+        Ok(CaptureSchedule { file, path, index_path, index, written: found })
+    }
+
+    /// Starts writing group `g`'s chunks (each group once, by
+    /// initialisation).
+    pub fn begin_group(&mut self, g: usize) {
+        let first = self.index.chunk_depth.len() as u32;
+        self.index.group_offset[g] = self.written;
+        self.index.group_chunks[g] = (first, first);
+    }
+
+    /// Appends entries (as bytes) of the group begun last at `depth_plies`.
+    /// Depths come in increasing order; one depth's entries may come in
+    /// several pieces.
+    pub fn write(&mut self, g: usize, depth_plies: u16, entries: &[u8]) -> Result<(), DiskError> {
+        debug_assert_eq!(entries.len() % ENTRY_BYTES, 0);
+        let index = &mut self.index;
+        let (first, end) = index.group_chunks[g];
+        debug_assert_eq!(end as usize, index.chunk_depth.len(), "group {g} is the one begun last");
+        let count = (entries.len() / ENTRY_BYTES) as u32;
+        if end > first && index.chunk_depth[end as usize - 1] == depth_plies {
+            index.chunk_entries[end as usize - 1] += count;
+        } else {
+            assert!(end == first || index.chunk_depth[end as usize - 1] < depth_plies, "chunks in increasing depth");
+            index.chunk_depth.push(depth_plies);
+            index.chunk_entries.push(count);
+            index.group_chunks[g].1 += 1;
+        }
+        self.file.write_all_at(entries, self.written).map_err(|e| io_error("write", &self.path, e))?;
+        self.written += entries.len() as u64;
+        Ok(())
+    }
+
+    /// Syncs the schedule and writes (and syncs) its index: the end of
+    /// initialisation.
+    pub fn seal(&mut self) -> Result<(), DiskError> {
+        self.file.sync_data().map_err(|e| io_error("sync", &self.path, e))?;
+        let temp = self.index_path.with_extension("tmp");
+        std::fs::write(&temp, self.index.to_bytes()).map_err(|e| io_error("write", &temp, e))?;
+        File::open(&temp).and_then(|f| f.sync_all()).map_err(|e| io_error("sync", &temp, e))?;
+        std::fs::rename(&temp, &self.index_path).map_err(|e| io_error("rename", &self.index_path, e))
+    }
+
+    pub fn index(&self) -> &ScheduleIndex {
+        &self.index
+    }
+
+    /// Reads file range `range` into `into`.
+    pub fn read(&self, range: std::ops::Range<u64>, into: &mut [u8]) -> Result<(), DiskError> {
+        self.file.read_exact_at(into, range.start).map_err(|e| io_error("read", &self.path, e))
+    }
+}
+
+/// Writes group `g`'s chunks from its capture plane (`capture[n]`: card
+/// states of layout n with a capture value) and the depth at which each
+/// such state's capture value falls due (`depth_of(n, k)`, None for a
+/// draw: never), using `scratch` to sort entries by depth (several passes
+/// over the group if they do not fit at once).
+pub(super) fn write_group(
+    schedule: &mut CaptureSchedule,
+    g: usize,
+    capture: &[u32],
+    depth_of: impl Fn(usize, usize) -> Option<u16>,
+    scratch: &mut [u8],
+) -> Result<(), DiskError> {
+    schedule.begin_group(g);
+    // A layout's entries: one per distinct depth of its states.
+    let entries_of = |n: usize, out: &mut [(u16, u32); 32]| -> usize {
+        let (mut count, mut rest) = (0, capture[n]);
+        while rest != 0 {
+            let k = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            let Some(depth) = depth_of(n, k) else { continue };
+            match out[..count].iter_mut().find(|e| e.0 == depth) {
+                Some(entry) => entry.1 |= 1 << k,
+                None => {
+                    out[count] = (depth, 1 << k);
+                    count += 1;
+                }
+            }
+        }
+        count
+    };
+    let mut counts = vec![0u64; u16::MAX as usize + 1];
+    let mut list = [(0u16, 0u32); 32];
+    for n in (0..capture.len()).filter(|&n| capture[n] != 0) {
+        let count = entries_of(n, &mut list);
+        list[..count].iter().for_each(|e| counts[e.0 as usize] += 1);
+    }
+    let capacity = (scratch.len() / ENTRY_BYTES) as u64;
+    assert!(capacity > 0, "scratch holds an entry");
+    let depths: Vec<u16> = (0..counts.len()).filter(|&d| counts[d] > 0).map(|d| d as u16).collect();
+    let mut i = 0;
+    while i < depths.len() {
+        // The next run of depths whose entries fit the scratch together
+        // (at least one depth: one too big for it is written in pieces).
+        let mut end = i + 1;
+        let mut total = counts[depths[i] as usize];
+        while end < depths.len() && total + counts[depths[end] as usize] <= capacity {
+            total += counts[depths[end] as usize];
+            end += 1;
+        }
+        let run = depths[i]..=depths[end - 1];
+        let mut at = vec![0u64; end - i];
+        for j in 1..end - i {
+            at[j] = at[j - 1] + counts[depths[i + j - 1] as usize];
+        }
+        let starts = at.clone();
+        for n in (0..capture.len()).filter(|&n| capture[n] != 0) {
+            let count = entries_of(n, &mut list);
+            for &(depth, states) in list[..count].iter().filter(|e| run.contains(&e.0)) {
+                let j = depths[i..end].binary_search(&depth).expect("a depth of the run");
+                if at[j] == capacity {
+                    // Only a run of one depth overflows: write what is there.
+                    schedule.write(g, depth, &scratch[..capacity as usize * ENTRY_BYTES])?;
+                    at[j] = 0;
+                }
+                let b = at[j] as usize * ENTRY_BYTES;
+                scratch[b..b + 4].copy_from_slice(&(n as u32).to_le_bytes());
+                scratch[b + 4..b + 8].copy_from_slice(&states.to_le_bytes());
+                at[j] += 1;
+            }
+        }
+        for j in 0..end - i {
+            let bytes = starts[j] as usize * ENTRY_BYTES..at[j] as usize * ENTRY_BYTES;
+            schedule.write(g, depths[i + j], &scratch[bytes])?;
+        }
+        i = end;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A group whose entries need several passes of a small scratch, and a
+    /// depth that does not fit it alone, come back per depth; the index
+    /// survives a reopen and a damaged one is refused.
+    #[test]
+    fn chunks_come_back_by_depth_whatever_the_scratch() {
+        let dir = tempfile::tempdir().unwrap();
+        let capture: Vec<u32> =
+            (0..200u32).map(|n| if n % 3 == 0 { 0 } else { n.wrapping_mul(2654435761) & 0x3fff_ffff }).collect();
+        let depth_of = |n: usize, k: usize| Some(((n * 7 + k * 13) % 5) as u16 * 2 + 3).filter(|&d| d != 11 || k != 4);
+        let wanted = |depth: u16| -> Vec<(u32, u32)> {
+            (0..capture.len())
+                .filter_map(|n| {
+                    let states = (0..30).filter(|&k| capture[n] & (1 << k) != 0 && depth_of(n, k) == Some(depth));
+                    let mask = states.fold(0u32, |m, k| m | 1 << k);
+                    (mask != 0).then_some((n as u32, mask))
+                })
+                .collect()
+        };
+        for scratch_entries in [1000, 70, 3] {
+            let mut schedule = CaptureSchedule::create(dir.path(), "2v2", 4).unwrap();
+            let mut scratch = vec![0u8; scratch_entries * ENTRY_BYTES];
+            schedule.begin_group(0);
+            write_group(&mut schedule, 2, &capture, depth_of, &mut scratch).unwrap();
+            schedule.begin_group(1);
+            schedule.seal().unwrap();
+            let schedule = CaptureSchedule::reopen(dir.path(), "2v2", 4).unwrap();
+            for depth in [3, 5, 7, 9, 11, 4] {
+                let range = schedule.index().chunk(2, depth);
+                let mut bytes = vec![0u8; (range.end - range.start) as usize];
+                schedule.read(range, &mut bytes).unwrap();
+                let got: Vec<(u32, u32)> = bytes
+                    .chunks(8)
+                    .map(|e| {
+                        (u32::from_le_bytes(e[..4].try_into().unwrap()), u32::from_le_bytes(e[4..].try_into().unwrap()))
+                    })
+                    .collect();
+                assert_eq!(got, wanted(depth), "depth {depth}, scratch of {scratch_entries}");
+            }
+            assert!(schedule.index().chunk(0, 3).is_empty() && schedule.index().chunk(3, 3).is_empty());
+        }
+        let index_path = dir.path().join("2v2.captures-index");
+        let mut bytes = std::fs::read(&index_path).unwrap();
+        bytes[20] ^= 1;
+        std::fs::write(&index_path, bytes).unwrap();
+        assert!(matches!(CaptureSchedule::reopen(dir.path(), "2v2", 4), Err(DiskError::Damaged { .. })));
+    }
+}
