@@ -234,6 +234,7 @@ pub(super) fn write_group(
             let k = rest.trailing_zeros() as usize;
             rest &= rest - 1;
             let Some(depth) = depth_of(n, k) else { continue };
+            assert!(depth < 256, "a capture value falls due within 255 plies");
             match out[..count].iter_mut().find(|e| e.0 == depth) {
                 Some(entry) => entry.1 |= 1 << k,
                 None => {
@@ -244,7 +245,8 @@ pub(super) fn write_group(
         }
         count
     };
-    let mut counts = vec![0u64; u16::MAX as usize + 1];
+    // Capture values fall due within a value byte's range of plies.
+    let mut counts = [0u64; 256];
     let mut list = [(0u16, 0u32); 32];
     for n in (0..capture.len()).filter(|&n| capture[n] != 0) {
         let count = entries_of(n, &mut list);
