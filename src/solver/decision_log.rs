@@ -107,13 +107,24 @@ impl DecisionLog {
         header[4..6].copy_from_slice(&depth_plies.to_le_bytes());
         header[8..12].copy_from_slice(&(count as u32).to_le_bytes());
         self.put(&header)?;
-        for (n, &states) in decided.iter().enumerate().filter(|(_, w)| **w != 0) {
-            let mut entry = [0u8; ENTRY_BYTES];
-            entry[0..4].copy_from_slice(&(n as u32).to_le_bytes());
-            entry[4..8].copy_from_slice(&states.to_le_bytes());
-            self.put(&entry)?;
+        // Entries go out 512 at a time: this runs on the thread that
+        // schedules the step, while the workers wait (perf: 3.9% of an
+        // 8-men run with one `put` per entry).
+        let mut batch = [0u8; 512 * ENTRY_BYTES];
+        let mut len = 0;
+        for (n, &states) in decided.iter().enumerate() {
+            if states == 0 {
+                continue;
+            }
+            batch[len..len + 4].copy_from_slice(&(n as u32).to_le_bytes());
+            batch[len + 4..len + 8].copy_from_slice(&states.to_le_bytes());
+            len += ENTRY_BYTES;
+            if len == batch.len() {
+                self.put(&batch)?;
+                len = 0;
+            }
         }
-        Ok(())
+        self.put(&batch[..len])
     }
 
     fn put(&mut self, bytes: &[u8]) -> Result<(), DiskError> {
@@ -227,6 +238,20 @@ mod tests {
         seen.clear();
         log.apply(&[3, 5], |g| rank(g) > 2, |g, d, n, s| seen.push((g, d, n, s))).unwrap();
         assert_eq!(seen, vec![(5, 1, 0, 7), (3, 2, 0, 1), (3, 2, 1, 2), (5, 2, 0, 9)]);
+    }
+
+    /// A chunk longer than the append batch and the buffer comes back whole.
+    #[test]
+    fn long_chunks_come_back_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = DecisionLog::create(&dir.path().join("log")).unwrap();
+        let decided: Vec<u32> = (0..100_000u32).map(|n| if n % 3 == 1 { 0 } else { n | 1 }).collect();
+        log.begin_step(7);
+        log.append(4, &decided).unwrap();
+        let mut seen = Vec::new();
+        log.apply(&[4], |_| false, |g, d, n, s| seen.push((g, d, n, s))).unwrap();
+        let wanted: Vec<_> = (0..decided.len()).filter(|&n| decided[n] != 0).map(|n| (4, 7, n, decided[n])).collect();
+        assert_eq!(seen, wanted);
     }
 
     #[test]
