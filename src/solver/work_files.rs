@@ -223,6 +223,7 @@ mod tests {
         assert_eq!(files.write_file(Lane::Won, 3), written, "a second write before a checkpoint reuses the slot");
         assert_eq!(files.read_file(Lane::Values, 3), files.write_file(Lane::Values, 3));
         // After a checkpoint keeps slot 1, the next write goes back to slot 0.
+        files.schedule_mut().seal().unwrap();
         let (slots, mark) = files.sync(&mut disk).unwrap();
         assert_eq!(slots[3], plane_bit(Lane::Won));
         files.keep(slots.clone());
