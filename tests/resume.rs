@@ -133,6 +133,23 @@ fn runs_killed_inside_a_streamed_pair_resume_from_its_last_checkpointed_step() {
     let message = String::from_utf8_lossy(&damaged.stderr);
     assert!(message.contains("2v2.won.0") && message.contains("damaged"), "{message}");
     fs::write(&plane, &kept).unwrap();
+    // So are a decision log shorter than the checkpoint records and a
+    // capture schedule index that fails its checksum.
+    for (name, damage) in [("2v2.decisions", 0usize), ("2v2.captures-index", 1)] {
+        let path = work.join(name);
+        let kept = fs::read(&path).unwrap();
+        let mut damaged_bytes = kept.clone();
+        match damage {
+            0 => damaged_bytes.truncate(kept.len() / 2),
+            _ => damaged_bytes[kept.len() / 2] ^= 0x10,
+        }
+        fs::write(&path, &damaged_bytes).unwrap();
+        let damaged = run(&work, &out, true).stderr(Stdio::piped()).output().unwrap();
+        assert!(!damaged.status.success());
+        let message = String::from_utf8_lossy(&damaged.stderr);
+        assert!(message.contains(name) && message.contains("damaged"), "{message}");
+        fs::write(&path, &kept).unwrap();
+    }
     assert!(run(&work, &out, true).status().unwrap().success());
     assert_eq!(shards(&reference), shards(&out));
     assert!(resumed_at.len() >= 3 && resumed_at.iter().all(|&d| d >= 2), "resumed inside the pair: {resumed_at:?}");
@@ -194,4 +211,42 @@ fn resume_refuses_other_arguments_and_fresh_runs_refuse_old_work() {
     assert!(!old.status.success());
     assert!(String::from_utf8_lossy(&old.stderr).contains("another version of onitb (checkpoint version 2"));
     assert!(!root.path().join("o").exists());
+}
+
+/// Whether the checkpoint in `work` says the pair in progress has no steps
+/// left (only finishing: applying the decision log, the draws).
+fn steps_done(work: &Path) -> bool {
+    let Ok(bytes) = fs::read(work.join("checkpoint.json")) else { return false };
+    let record: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    record["pair"]["steps_done"].as_bool() == Some(true)
+}
+
+#[test]
+fn a_run_killed_after_its_last_step_resumes_bit_identical() {
+    let root = tempfile::tempdir().unwrap();
+    let run = |work: &Path, out: &Path, resume: bool| {
+        let mut command = onitb();
+        command.args(ARGS).args(["--work".as_ref(), work.as_os_str(), "--out".as_ref(), out.as_os_str()]);
+        if resume {
+            command.arg("--resume");
+        }
+        command.stdout(Stdio::null()).stderr(Stdio::null());
+        command
+    };
+    let reference = root.path().join("reference");
+    assert!(run(&root.path().join("w0"), &reference, false).status().unwrap().success());
+    let (work, out) = (root.path().join("w1"), root.path().join("out"));
+    let mut child = run(&work, &out, false).spawn().unwrap();
+    while child.try_wait().unwrap().is_none() {
+        if steps_done(&work) {
+            child.kill().unwrap(); // SIGKILL, while finishing the pair or just after
+            child.wait().unwrap();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if !out.exists() {
+        assert!(run(&work, &out, true).status().unwrap().success());
+    }
+    assert_eq!(shards(&reference), shards(&out));
 }

@@ -67,7 +67,8 @@ impl DecisionLog {
         let found = file.metadata().map_err(|e| io_error("inspect", path, e))?.len();
         let sorted = mark.segments.windows(2).all(|w| w[0].1 <= w[1].1);
         if found < mark.bytes || !sorted || mark.segments.last().is_some_and(|s| s.1 > mark.bytes) {
-            return Err(DiskError::Size { path: path.to_path_buf(), found, expected: mark.bytes });
+            let what = "shorter than the checkpoint records";
+            return Err(DiskError::Damaged { path: path.to_path_buf(), what });
         }
         file.set_len(mark.bytes).map_err(|e| io_error("truncate", path, e))?;
         Ok(DecisionLog::with(file, path, mark))
@@ -263,6 +264,6 @@ mod tests {
         log.append(0, &[1]).unwrap();
         let mut mark = log.sync().unwrap();
         mark.bytes += 1;
-        assert!(matches!(DecisionLog::reopen(&path, mark), Err(DiskError::Size { .. })));
+        assert!(matches!(DecisionLog::reopen(&path, mark), Err(DiskError::Damaged { .. })));
     }
 }
