@@ -11,10 +11,11 @@
 //!
 //! Each layout has five 30-bit words (one bit per card state) and 30 value
 //! bytes, kept in [`lanes`]: `won`, `lost`, `fresh` (lost in the last loss
-//! step), `capture` (a capture wins, at the depth in the value byte) and
-//! `held` (every quiet move loses but a capture holds the loss back). An
-//! undecided state's value byte holds the best value reachable by captures
-//! alone (0 if there is none).
+//! step), `capture` (the best capture, whose value is in the value byte,
+//! still bounds the state: a win not yet due, a draw, a loss deeper than
+//! the last loss step) and `held` (every quiet move loses but a capture
+//! holds the loss back). An undecided state's value byte holds the best
+//! value reachable by captures alone (0 if there is none).
 //!
 //! The solver runs steps by depth d = 1, 2, 3, ... Odd steps decide wins in
 //! d plies: an undecided state wins if a successor was lost in d - 1 (fresh).
@@ -492,9 +493,10 @@ fn run_init(rules: &Rules, moves: &MoveTable, index: &MaterialIndex, units: &[Un
 enum ValueMode<'a> {
     /// Resident: decided states' bytes are written as they are decided.
     Written,
-    /// Streamed: decisions are left in a plane for the decision log (`fresh`:
-    /// a win step's new wins, a loss step's new losses); value bytes were
-    /// loaded for the groups for which `due` holds, and are only read.
+    /// Streamed: value bytes are neither read nor written. Decisions are
+    /// left in a plane for the decision log (`fresh`: a win step's new
+    /// wins, a loss step's new losses); for the groups for which `due`
+    /// holds, the `due` plane says whose capture value falls due now.
     Logged { due: &'a (dyn Fn(usize) -> bool + Sync) },
 }
 
@@ -796,8 +798,8 @@ fn step(
         Some((window, disk)) => {
             let this_ref: &Work = this;
             let target = other.unwrap_or(this_ref);
-            // Value bytes are read only where a capture event is due, and
-            // never written: decisions go to the decision log.
+            // Value bytes are neither read nor written: captures due come
+            // from the capture schedule, decisions go to the decision log.
             let due = |g: usize| this_ref.groups[g].events.contains(depth);
             let mode = ValueMode::Logged { due: &due };
             this_ref.files().log().begin_step(depth);
