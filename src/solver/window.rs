@@ -1,5 +1,6 @@
 //! The memory a streamed pair is solved in, allocated once from the budget:
-//! windows of own group segments (five planes and the values) and slice
+//! windows of own group segments (five planes, the values, a plane of due
+//! states filled from the capture schedule) and slice
 //! buffers for landing (or captured) slices, and the reads and writes that
 //! move segments between them and the work files.
 //!
@@ -69,7 +70,7 @@ pub(super) struct Window {
 }
 
 impl Window {
-    /// One window (of five `plane_bytes` and one `value_bytes` buffer) and
+    /// One window (of six `plane_bytes` and one `value_bytes` buffer) and
     /// slice buffer per element of `slice_bytes` (1 or 2), of those sizes.
     pub fn new(slice_bytes: &[u64], plane_bytes: u64, value_bytes: u64) -> Result<Window, SolveError> {
         let mut owns = Vec::new();
