@@ -47,7 +47,7 @@ use crate::rules::{CARD_STATES, MAX_PIECES_PER_SIDE, Rules};
 use crate::table::{SolvedMaterial, Table};
 use crate::value::{MAX_LOSS_PLIES, Value};
 use checkpoint::{Checkpoint, PairRecord, WorkRecord};
-use decision_log::LogMark;
+use decision_log::{DecisionLog, LogMark};
 use disk::{AlignedBuf, DiskError, DiskIo, LaneFile, lane_path};
 use flags::{GroupFlags, SideFlags};
 use kernel::{EventDepths, Landing, MoveTable, ROWS, StepInput, StepValues, Unit, UnitReport};
@@ -902,7 +902,7 @@ fn step(
                 // step does not read `fresh`, so an unwritten group keeps the
                 // losses of an earlier loss step there, as an unvisited group
                 // does; see DESIGN.md on why that is harmless.)
-                log_decisions(this_ref, &units, &reports, &pm, owns[w].plane(Lane::Fresh))?;
+                log_decisions(this_ref, &units, &reports, (&pm, &vm), owns[w].decided_and_scratch())?;
                 let changed: BTreeSet<usize> =
                     units.iter().zip(&reports).filter(|(_, r)| r.modified).map(|(u, _)| u.0).collect();
                 owns[w].store(disk, this_ref, (&pm, &vm), written, |g| changed.contains(&g), io)?;
@@ -938,14 +938,17 @@ fn step(
 
 /// Appends to the decision log of a streamed material what a job of a step
 /// decided, group by group: `decided` is the window's plane holding it.
+/// The groups' chunks are encoded in parallel into their value segments
+/// (30 bytes per layout, free once the step has run; a chunk needs 8 at
+/// most), then appended in order.
 fn log_decisions(
     work: &Work,
     units: &[UnitSpec],
     reports: &[UnitReport],
-    plane_map: &Packed,
-    decided: &[u32],
+    (plane_map, value_map): (&Packed, &Packed),
+    (decided, scratch): (&[u32], &mut [u8]),
 ) -> Result<(), SolveError> {
-    let mut log = work.files().log();
+    let mut groups = Vec::new();
     let mut i = 0;
     while i < units.len() {
         let g = units[i].0;
@@ -955,8 +958,18 @@ fn log_decisions(
             i += 1;
         }
         if any {
-            log.append(g, &decided[plane_map.elements(g)])?;
+            groups.push(g);
         }
+    }
+    let mut regions = carve_mut(scratch, groups.iter().map(|&g| value_map.elements(g)));
+    let lens: Vec<usize> = regions
+        .par_iter_mut()
+        .zip(&groups)
+        .map(|(region, &g)| DecisionLog::encode(&decided[plane_map.elements(g)], region))
+        .collect();
+    let mut log = work.files().log();
+    for ((&g, region), len) in groups.iter().zip(regions).zip(lens) {
+        log.append_encoded(g, &region[..len])?;
     }
     Ok(())
 }

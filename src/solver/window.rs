@@ -237,6 +237,13 @@ impl OwnBuffers {
         self.planes[i].words()
     }
 
+    /// The `fresh` plane (where a streamed step leaves what it decided) and
+    /// the value buffer (free once the step has run), to log the decisions.
+    pub fn decided_and_scratch(&mut self) -> (&[u32], &mut [u8]) {
+        let i = PLANE_LANES.iter().position(|&l| l == Lane::Fresh).expect("a plane lane");
+        (self.planes[i].words(), self.values.bytes_mut())
+    }
+
     pub fn values(&self) -> &[u8] {
         self.values.bytes()
     }
