@@ -15,7 +15,10 @@
 //! of initialisation.
 
 use super::disk::{DiskError, io_error};
+use super::lanes::carve_mut;
+use rayon::prelude::*;
 use std::fs::{File, OpenOptions};
+use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -214,16 +217,24 @@ impl CaptureSchedule {
     }
 }
 
+/// Layouts per part of a group that [`write_group`] sorts in parallel
+/// (parts are at most [`MAX_PARTS`]).
+const PART_LAYOUTS: usize = 4096;
+const MAX_PARTS: usize = 64;
+
 /// Writes group `g`'s chunks from its capture plane (`capture[n]`: card
 /// states of layout n with a capture value) and the depth at which each
 /// such state's capture value falls due (`depth_of(n, k)`, None for a
 /// draw: never), using `scratch` to sort entries by depth (several passes
-/// over the group if they do not fit at once).
+/// over the group if they do not fit at once). Parts of the group are
+/// counted and placed in parallel (a counting sort: each part's entries of
+/// a depth go to their own range, parts in order, so a depth's entries
+/// stay in layout order).
 pub(super) fn write_group(
     schedule: &mut CaptureSchedule,
     g: usize,
     capture: &[u32],
-    depth_of: impl Fn(usize, usize) -> Option<u16>,
+    depth_of: impl Fn(usize, usize) -> Option<u16> + Sync,
     scratch: &mut [u8],
 ) -> Result<(), DiskError> {
     schedule.begin_group(g);
@@ -245,13 +256,22 @@ pub(super) fn write_group(
         }
         count
     };
+    let part_len = capture.len().div_ceil(MAX_PARTS).max(PART_LAYOUTS);
+    let parts: Vec<Range<usize>> =
+        (0..capture.len()).step_by(part_len).map(|s| s..(s + part_len).min(capture.len())).collect();
     // Capture values fall due within a value byte's range of plies.
-    let mut counts = [0u64; 256];
-    let mut list = [(0u16, 0u32); 32];
-    for n in (0..capture.len()).filter(|&n| capture[n] != 0) {
-        let count = entries_of(n, &mut list);
-        list[..count].iter().for_each(|e| counts[e.0 as usize] += 1);
-    }
+    let part_counts: Vec<[u64; 256]> = parts
+        .par_iter()
+        .map(|part| {
+            let (mut counts, mut list) = ([0u64; 256], [(0u16, 0u32); 32]);
+            for n in part.clone().filter(|&n| capture[n] != 0) {
+                let count = entries_of(n, &mut list);
+                list[..count].iter().for_each(|e| counts[e.0 as usize] += 1);
+            }
+            counts
+        })
+        .collect();
+    let counts: Vec<u64> = (0..256).map(|d| part_counts.iter().map(|c| c[d]).sum()).collect();
     let capacity = (scratch.len() / ENTRY_BYTES) as u64;
     assert!(capacity > 0, "scratch holds an entry");
     let depths: Vec<u16> = (0..counts.len()).filter(|&d| counts[d] > 0).map(|d| d as u16).collect();
@@ -265,34 +285,75 @@ pub(super) fn write_group(
             total += counts[depths[end] as usize];
             end += 1;
         }
-        let run = depths[i]..=depths[end - 1];
-        let mut at = vec![0u64; end - i];
-        for j in 1..end - i {
-            at[j] = at[j - 1] + counts[depths[i + j - 1] as usize];
+        let run = &depths[i..end];
+        if total > capacity {
+            write_depth_in_pieces(schedule, g, capture, run[0], &entries_of, scratch)?;
+            i = end;
+            continue;
         }
-        let starts = at.clone();
-        for n in (0..capture.len()).filter(|&n| capture[n] != 0) {
-            let count = entries_of(n, &mut list);
-            for &(depth, states) in list[..count].iter().filter(|e| run.contains(&e.0)) {
-                let j = depths[i..end].binary_search(&depth).expect("a depth of the run");
-                if at[j] == capacity {
-                    // Only a run of one depth overflows: write what is there.
-                    schedule.write(g, depth, &scratch[..capacity as usize * ENTRY_BYTES])?;
-                    at[j] = 0;
-                }
-                let b = at[j] as usize * ENTRY_BYTES;
-                scratch[b..b + 4].copy_from_slice(&(n as u32).to_le_bytes());
-                scratch[b + 4..b + 8].copy_from_slice(&states.to_le_bytes());
-                at[j] += 1;
+        // Scratch ranges (in entries) by depth of the run, then by part.
+        let mut ranges = Vec::with_capacity(run.len() * parts.len());
+        let mut at = 0usize;
+        for &depth in run {
+            for counts in &part_counts {
+                let len = counts[depth as usize] as usize;
+                ranges.push(at * ENTRY_BYTES..(at + len) * ENTRY_BYTES);
+                at += len;
             }
         }
-        for j in 0..end - i {
-            let bytes = starts[j] as usize * ENTRY_BYTES..at[j] as usize * ENTRY_BYTES;
-            schedule.write(g, depths[i + j], &scratch[bytes])?;
+        let mut per_part: Vec<Vec<&mut [u8]>> = parts.iter().map(|_| Vec::with_capacity(run.len())).collect();
+        for (r, slice) in carve_mut(&mut scratch[..at * ENTRY_BYTES], ranges).into_iter().enumerate() {
+            per_part[r % parts.len()].push(slice);
+        }
+        per_part.par_iter_mut().zip(&parts).for_each(|(slices, part)| {
+            let (mut filled, mut list) = (vec![0usize; run.len()], [(0u16, 0u32); 32]);
+            for n in part.clone().filter(|&n| capture[n] != 0) {
+                let count = entries_of(n, &mut list);
+                for &(depth, states) in &list[..count] {
+                    let Ok(j) = run.binary_search(&depth) else { continue };
+                    let b = filled[j] * ENTRY_BYTES;
+                    slices[j][b..b + 4].copy_from_slice(&(n as u32).to_le_bytes());
+                    slices[j][b + 4..b + 8].copy_from_slice(&states.to_le_bytes());
+                    filled[j] += 1;
+                }
+            }
+        });
+        let mut at = 0usize;
+        for &depth in run {
+            let len = counts[depth as usize] as usize;
+            schedule.write(g, depth, &scratch[at * ENTRY_BYTES..(at + len) * ENTRY_BYTES])?;
+            at += len;
         }
         i = end;
     }
     Ok(())
+}
+
+/// Writes a group's entries of one depth that do not fit `scratch`, a
+/// scratchful at a time (serially).
+fn write_depth_in_pieces(
+    schedule: &mut CaptureSchedule,
+    g: usize,
+    capture: &[u32],
+    depth: u16,
+    entries_of: &impl Fn(usize, &mut [(u16, u32); 32]) -> usize,
+    scratch: &mut [u8],
+) -> Result<(), DiskError> {
+    let full = scratch.len() / ENTRY_BYTES * ENTRY_BYTES;
+    let (mut at, mut list) = (0usize, [(0u16, 0u32); 32]);
+    for n in (0..capture.len()).filter(|&n| capture[n] != 0) {
+        let count = entries_of(n, &mut list);
+        for &(_, states) in list[..count].iter().filter(|e| e.0 == depth) {
+            if at == full {
+                schedule.write(g, depth, &scratch[..at])?;
+                at = 0;
+            }
+            scratch[at..at + 4].copy_from_slice(&(n as u32).to_le_bytes());
+            scratch[at + 4..at + 8].copy_from_slice(&states.to_le_bytes());
+            at += ENTRY_BYTES;
+        }
+    }
+    schedule.write(g, depth, &scratch[..at])
 }
 
 #[cfg(test)]
@@ -305,8 +366,9 @@ mod tests {
     #[test]
     fn chunks_come_back_by_depth_whatever_the_scratch() {
         let dir = tempfile::tempdir().unwrap();
+        // 20,000 layouts: five parts sorted in parallel.
         let capture: Vec<u32> =
-            (0..200u32).map(|n| if n % 3 == 0 { 0 } else { n.wrapping_mul(2654435761) & 0x3fff_ffff }).collect();
+            (0..20_000u32).map(|n| if n % 3 == 0 { 0 } else { n.wrapping_mul(2654435761) & 0x3fff_ffff }).collect();
         let depth_of = |n: usize, k: usize| Some(((n * 7 + k * 13) % 5) as u16 * 2 + 3).filter(|&d| d != 11 || k != 4);
         let wanted = |depth: u16| -> Vec<(u32, u32)> {
             (0..capture.len())
@@ -317,7 +379,7 @@ mod tests {
                 })
                 .collect()
         };
-        for scratch_entries in [1000, 70, 3] {
+        for scratch_entries in [100_000, 9000, 3] {
             let mut schedule = CaptureSchedule::create(dir.path(), "2v2", 4).unwrap();
             let mut scratch = vec![0u8; scratch_entries * ENTRY_BYTES];
             schedule.begin_group(0);
