@@ -85,19 +85,23 @@ fn checkpointed_depth(work: &Path) -> Option<u64> {
     record["pair"]["depth_plies"].as_u64()
 }
 
+/// A quiet `generate` of [`ARGS`] into `work` and `out` (`--resume` if
+/// `resume`), with `extra` arguments.
+fn generate(work: &Path, out: &Path, resume: bool, extra: &[&str]) -> Command {
+    let mut command = onitb();
+    command.args(ARGS).args(extra);
+    command.args(["--work".as_ref(), work.as_os_str(), "--out".as_ref(), out.as_os_str()]);
+    if resume {
+        command.arg("--resume");
+    }
+    command.stdout(Stdio::null()).stderr(Stdio::null());
+    command
+}
+
 #[test]
 fn runs_killed_inside_a_streamed_pair_resume_from_its_last_checkpointed_step() {
     let root = tempfile::tempdir().unwrap();
-    let run = |work: &Path, out: &Path, resume: bool| {
-        let mut command = onitb();
-        command.args(ARGS).args(["--checkpoint-every", "0"]);
-        command.args(["--work".as_ref(), work.as_os_str(), "--out".as_ref(), out.as_os_str()]);
-        if resume {
-            command.arg("--resume");
-        }
-        command.stdout(Stdio::null()).stderr(Stdio::null());
-        command
-    };
+    let run = |work: &Path, out: &Path, resume: bool| generate(work, out, resume, &["--checkpoint-every", "0"]);
     let reference = root.path().join("reference");
     assert!(run(&root.path().join("w0"), &reference, false).status().unwrap().success());
 
@@ -224,15 +228,7 @@ fn steps_done(work: &Path) -> bool {
 #[test]
 fn a_run_killed_after_its_last_step_resumes_bit_identical() {
     let root = tempfile::tempdir().unwrap();
-    let run = |work: &Path, out: &Path, resume: bool| {
-        let mut command = onitb();
-        command.args(ARGS).args(["--work".as_ref(), work.as_os_str(), "--out".as_ref(), out.as_os_str()]);
-        if resume {
-            command.arg("--resume");
-        }
-        command.stdout(Stdio::null()).stderr(Stdio::null());
-        command
-    };
+    let run = |work: &Path, out: &Path, resume: bool| generate(work, out, resume, &[]);
     let reference = root.path().join("reference");
     assert!(run(&root.path().join("w0"), &reference, false).status().unwrap().success());
     let (work, out) = (root.path().join("w1"), root.path().join("out"));
