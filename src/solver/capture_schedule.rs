@@ -14,6 +14,7 @@
 //! [`ScheduleIndex::to_bytes`]), with a crc32, written and synced at the end
 //! of initialisation.
 
+use super::decision_log::{ENTRY_BYTES, put_entry};
 use super::disk::{DiskError, io_error};
 use super::lanes::carve_mut;
 use rayon::prelude::*;
@@ -22,7 +23,6 @@ use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-pub(super) const ENTRY_BYTES: usize = 8;
 const INDEX_MAGIC: &[u8; 8] = b"onitbcs1";
 
 /// Where each group's chunks are in the schedule file.
@@ -312,8 +312,7 @@ pub(super) fn write_group(
                 for &(depth, states) in &list[..count] {
                     let Ok(j) = run.binary_search(&depth) else { continue };
                     let b = filled[j] * ENTRY_BYTES;
-                    slices[j][b..b + 4].copy_from_slice(&(n as u32).to_le_bytes());
-                    slices[j][b + 4..b + 8].copy_from_slice(&states.to_le_bytes());
+                    put_entry(&mut slices[j][b..], n, states);
                     filled[j] += 1;
                 }
             }
@@ -348,8 +347,7 @@ fn write_depth_in_pieces(
                 schedule.write(g, depth, &scratch[..at])?;
                 at = 0;
             }
-            scratch[at..at + 4].copy_from_slice(&(n as u32).to_le_bytes());
-            scratch[at + 4..at + 8].copy_from_slice(&states.to_le_bytes());
+            put_entry(&mut scratch[at..], n, states);
             at += ENTRY_BYTES;
         }
     }
@@ -359,6 +357,7 @@ fn write_depth_in_pieces(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::solver::decision_log::entry;
 
     /// A group whose entries need several passes of a small scratch, and a
     /// depth that does not fit it alone, come back per depth; the index
@@ -391,12 +390,7 @@ mod tests {
                 let range = schedule.index().chunk(2, depth);
                 let mut bytes = vec![0u8; (range.end - range.start) as usize];
                 schedule.read(range, &mut bytes).unwrap();
-                let got: Vec<(u32, u32)> = bytes
-                    .chunks(8)
-                    .map(|e| {
-                        (u32::from_le_bytes(e[..4].try_into().unwrap()), u32::from_le_bytes(e[4..].try_into().unwrap()))
-                    })
-                    .collect();
+                let got: Vec<(u32, u32)> = bytes.chunks(ENTRY_BYTES).map(entry).map(|(n, s)| (n as u32, s)).collect();
                 assert_eq!(got, wanted(depth), "depth {depth}, scratch of {scratch_entries}");
             }
             assert!(schedule.index().chunk(0, 3).is_empty() && schedule.index().chunk(3, 3).is_empty());

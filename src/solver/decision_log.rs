@@ -25,7 +25,24 @@ use std::path::{Path, PathBuf};
 /// larger buffer saves only system calls.
 const BUFFER_BYTES: usize = 256 << 10;
 const HEADER_BYTES: usize = 12;
-const ENTRY_BYTES: usize = 8;
+/// Bytes of an entry (here and in the capture schedule): layout within its
+/// group, then card states, u32 each, little-endian.
+pub(super) const ENTRY_BYTES: usize = 8;
+
+/// Writes the entry (`layout`, `states`) into the first [`ENTRY_BYTES`] of
+/// `into`.
+#[inline]
+pub(super) fn put_entry(into: &mut [u8], layout: usize, states: u32) {
+    into[..4].copy_from_slice(&(layout as u32).to_le_bytes());
+    into[4..ENTRY_BYTES].copy_from_slice(&states.to_le_bytes());
+}
+
+/// The entry (layout, states) in the first [`ENTRY_BYTES`] of `bytes`.
+#[inline]
+pub(super) fn entry(bytes: &[u8]) -> (usize, u32) {
+    let word = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("4 bytes"));
+    (word(&bytes[..4]) as usize, word(&bytes[4..ENTRY_BYTES]))
+}
 
 /// Where a log stands at a checkpoint: its length and the start of each
 /// step's segment, with the step's depth.
@@ -105,8 +122,7 @@ impl DecisionLog {
         let mut len = 0;
         for (n, &states) in decided.iter().enumerate() {
             if states != 0 {
-                into[len..len + 4].copy_from_slice(&(n as u32).to_le_bytes());
-                into[len + 4..len + 8].copy_from_slice(&states.to_le_bytes());
+                put_entry(&mut into[len..], n, states);
                 len += ENTRY_BYTES;
             }
         }
@@ -203,9 +219,9 @@ impl DecisionLog {
                     let mut buffer = std::mem::take(&mut self.buffer);
                     buffer.resize(len, 0);
                     let read = self.read_at(&mut buffer, at);
-                    for entry in buffer.chunks_exact(ENTRY_BYTES) {
-                        let layout = u32::from_le_bytes(entry[0..4].try_into().expect("4 bytes")) as usize;
-                        visit(group, depth, layout, u32::from_le_bytes(entry[4..8].try_into().expect("4 bytes")));
+                    for bytes in buffer.chunks_exact(ENTRY_BYTES) {
+                        let (layout, states) = entry(bytes);
+                        visit(group, depth, layout, states);
                     }
                     buffer.clear();
                     self.buffer = buffer;

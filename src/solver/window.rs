@@ -10,7 +10,8 @@
 //! and two slice buffers the solver reads the next batch while it computes
 //! the current one (see `step` in the parent module).
 
-use super::capture_schedule::{CaptureSchedule, ENTRY_BYTES};
+use super::capture_schedule::CaptureSchedule;
+use super::decision_log::{ENTRY_BYTES, entry};
 use super::disk::{AlignedBuf, DiskIo};
 use super::lanes::{Lane, LaneLayout, SegmentMap, carve_mut};
 use super::schedule::MoverSlices;
@@ -275,9 +276,9 @@ impl OwnBuffers {
             io.bytes_read += len as u64;
             let due = &mut self.due.words_mut()[planes];
             due.fill(0);
-            for entry in self.values.bytes()[values.start..values.start + len].chunks_exact(ENTRY_BYTES) {
-                let n = u32::from_le_bytes(entry[..4].try_into().expect("4 bytes")) as usize;
-                due[n] = u32::from_le_bytes(entry[4..].try_into().expect("4 bytes"));
+            for bytes in self.values.bytes()[values.start..values.start + len].chunks_exact(ENTRY_BYTES) {
+                let (n, states) = entry(bytes);
+                due[n] = states;
             }
         }
         Ok(())
