@@ -805,15 +805,20 @@ fn step(
             this_ref.files().log().begin_step(depth);
             let target_slices = MoverSlices::new(&target.index);
             let landing_lane = if depth % 2 == 1 { Lane::Fresh } else { Lane::Won };
-            // A win step looks at captures due, a loss step at held losses
-            // and captures due; a loss step rewrites every layout's
-            // `fresh`, so it need not read it, and a win step uses it for
-            // its new wins. `capture` changes only where an event is due.
-            let (read, written): (&[Lane], &[Lane]) = if depth % 2 == 1 {
-                (&[Lane::Won, Lane::Lost, Lane::Capture], &[Lane::Won])
-            } else {
-                (&[Lane::Won, Lane::Lost, Lane::Held, Lane::Capture], &[Lane::Lost, Lane::Fresh, Lane::Held])
+            // A win step looks at `capture` only in groups with a capture
+            // event due; a loss step looks at held losses and at every
+            // `capture` bit (it holds losses back). A loss step rewrites
+            // every layout's `fresh`, so it need not read it, and a win step
+            // uses it for its new wins. `capture` changes only where an
+            // event is due.
+            let win_step = depth % 2 == 1;
+            let read = |lane: Lane, g: usize| match lane {
+                Lane::Won | Lane::Lost => true,
+                Lane::Capture => !win_step || due(g),
+                Lane::Held => !win_step,
+                Lane::Fresh | Lane::Values => false,
             };
+            let written: &[Lane] = if win_step { &[Lane::Won] } else { &[Lane::Lost, Lane::Fresh, Lane::Held] };
             let input = StepInput {
                 rules,
                 moves,
@@ -835,7 +840,7 @@ fn step(
             }
             let reads = StepReads {
                 work: this_ref,
-                lanes: read,
+                lanes: &read,
                 values: ValueSegments::Untouched,
                 landing: &target.planes,
                 file_of: |g| target.files().read_file(landing_lane, g),

@@ -115,7 +115,8 @@ impl Window {
         batch: &[usize],
         (lanes, values): (&[Lane], ValueSegments),
     ) -> Result<(Packed, Packed), SolveError> {
-        let (pm, vm, mut requests) = self.owns[0].plan_load(work, batch, (lanes, values), &mut self.io);
+        let reads = |lane: Lane, _: usize| lanes.contains(&lane);
+        let (pm, vm, mut requests) = self.owns[0].plan_load(work, batch, (&reads, values), &mut self.io);
         disk.read_many(&mut requests)?;
         Ok((pm, vm))
     }
@@ -156,7 +157,7 @@ impl OwnBuffers {
         &'a mut self,
         work: &Work,
         batch: &[usize],
-        (lanes, values): (&[Lane], ValueSegments),
+        (reads, values): (PlaneReads, ValueSegments),
         io: &mut IoTotals,
     ) -> (Packed, Packed, Vec<ReadRequest<'a>>) {
         let (mut plane_entries, mut value_entries) = (Vec::new(), Vec::new());
@@ -184,7 +185,7 @@ impl OwnBuffers {
                     (Lane::Values, ValueSegments::Read) => Some(true),
                     (Lane::Values, ValueSegments::Zeroed) => Some(false),
                     (Lane::Values, ValueSegments::Untouched) => None,
-                    _ => Some(lanes.contains(&lane)),
+                    _ => Some(reads(lane, g)),
                 };
                 match read {
                     Some(true) => {
@@ -307,12 +308,16 @@ impl OwnBuffers {
 /// byte offset, length) if it was planned, and the reads that fill them.
 pub(super) type PlannedJob<'a> = ((Packed, Packed), Option<(u64, usize)>, Vec<ReadRequest<'a>>);
 
+/// Which plane lanes to read, per group: `reads(lane, g)`. The planes of a
+/// group that are not read are zeroed.
+pub(super) type PlaneReads<'a> = &'a dyn Fn(Lane, usize) -> bool;
+
 /// What the batches ("jobs") of one streamed step read: their own lanes
-/// `lanes` of `work`, and their landing slice of a lane laid out as
-/// `landing` (group g in file `file_of(g)`).
+/// (`lanes(lane, g)`) of `work`, and their landing slice of a lane laid
+/// out as `landing` (group g in file `file_of(g)`).
 pub(super) struct StepReads<'w, F> {
     pub work: &'w Work,
-    pub lanes: &'w [Lane],
+    pub lanes: PlaneReads<'w>,
     pub values: ValueSegments,
     pub landing: &'w LaneLayout,
     pub file_of: F,
