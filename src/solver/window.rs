@@ -150,9 +150,10 @@ impl Window {
 }
 
 impl OwnBuffers {
-    /// Packs `batch` into this window: zeroes the plane lanes not in
-    /// `lanes` and returns the plane and value maps and the reads that fill
-    /// the others and the values (as `values` says).
+    /// Packs `batch` into this window: zeroes each group's plane segments
+    /// that `reads(lane, g)` does not ask for and returns the plane and
+    /// value maps and the reads that fill the others and the values (as
+    /// `values` says).
     pub fn plan_load<'a>(
         &'a mut self,
         work: &Work,
