@@ -23,19 +23,25 @@ const MAX_OFFSETS: usize = 20;
 pub(super) const ROWS: usize = 5;
 
 /// Move geometry of one card set, precomputed for the hot loops.
+///
+/// Moves are bit sets of target squares, so listing a piece's moves walks
+/// only the squares it can go to (unblocked targets found by masking, not
+/// by testing each of up to 20 offsets with a branch).
 pub struct MoveTable {
-    /// For each square, one entry per offset that stays on the board.
-    targets: [[Target; MAX_OFFSETS]; SQUARES],
-    target_counts: [u8; SQUARES],
+    /// For each square, the squares some card moves a piece there to.
+    reach: [u32; SQUARES],
+    /// `card_reach[c][from]`: the squares card slot c moves a piece to.
+    card_reach: [[u32; SQUARES]; CARDS_PER_GAME],
+    /// `targets[from][to]`: the cards of that move (none if no card has it).
+    targets: [[Target; SQUARES]; SQUARES],
     cards: CardTables,
     /// `after[k][c]`: card state after playing slot c from state k.
     after: [[u8; CARDS_PER_GAME]; CARD_STATES],
 }
 
-/// A destination square and the cards that reach it.
+/// The cards that move a piece from one square to another.
 #[derive(Clone, Copy, Default)]
 struct Target {
-    to: u8,
     /// Bit set of card slots with this offset.
     cards: u8,
     /// Successor-state bits of a move with one of those cards: their groups.
@@ -52,26 +58,22 @@ enum MoveKind {
 
 impl MoveTable {
     pub fn new(rules: &Rules) -> MoveTable {
-        let mut offsets: Vec<((i8, i8), u8)> = Vec::new();
+        let mut reach = [0u32; SQUARES];
+        let mut card_reach = [[0u32; SQUARES]; CARDS_PER_GAME];
+        let mut targets = [[Target::default(); SQUARES]; SQUARES];
         for (slot, card) in rules.cards.cards().iter().enumerate() {
-            for &offset in card.offsets {
-                match offsets.iter_mut().find(|(o, _)| *o == offset) {
-                    Some((_, cards)) => *cards |= 1 << slot,
-                    None => offsets.push((offset, 1 << slot)),
+            for &(dx, dy) in card.offsets {
+                for from in 0..SQUARES as u8 {
+                    if let Some(to) = crate::rules::step(from, dx, dy) {
+                        reach[from as usize] |= 1 << to;
+                        card_reach[slot][from as usize] |= 1 << to;
+                        targets[from as usize][to as usize].cards |= 1 << slot;
+                    }
                 }
             }
         }
-        assert!(offsets.len() <= MAX_OFFSETS);
-        let mut targets = [[Target::default(); MAX_OFFSETS]; SQUARES];
-        let mut target_counts = [0u8; SQUARES];
-        for from in 0..SQUARES as u8 {
-            for &((dx, dy), cards) in &offsets {
-                if let Some(to) = crate::rules::step(from, dx, dy) {
-                    let n = &mut target_counts[from as usize];
-                    targets[from as usize][*n as usize] = Target { to, cards, successor_states: group_mask(cards) };
-                    *n += 1;
-                }
-            }
+        for target in targets.iter_mut().flatten() {
+            target.successor_states = group_mask(target.cards);
         }
         let mut after = [[u8::MAX; CARDS_PER_GAME]; CARD_STATES];
         for k in CardState::all() {
@@ -79,7 +81,7 @@ impl MoveTable {
                 after[k.index()][slot] = k.after_playing(slot).index() as u8;
             }
         }
-        MoveTable { targets, target_counts, cards: CardTables::new(), after }
+        MoveTable { reach, card_reach, targets, cards: CardTables::new(), after }
     }
 
     /// Calls `visit(from, to, cards, kind)` for every legal piece move of the
@@ -93,27 +95,35 @@ impl MoveTable {
         while pieces != 0 {
             let from = pieces.trailing_zeros() as u8;
             pieces &= pieces - 1;
-            let n = self.target_counts[from as usize] as usize;
-            for target in &self.targets[from as usize][..n] {
-                let (to, cards) = (target.to, target.cards);
-                let to_bit = 1u32 << to;
-                if layout.mover & to_bit != 0 {
-                    continue;
-                }
-                cards_with_moves |= cards;
+            cards_with_moves |= self.cards_moving(from, layout.mover);
+            let mut open = self.reach[from as usize] & !layout.mover;
+            while open != 0 {
+                let to = open.trailing_zeros() as u8;
+                open &= open - 1;
                 let kind = if to == layout.opponent_master || (from == layout.mover_master && to == MOVER_TARGET) {
                     MoveKind::Win
-                } else if layout.opponent & to_bit != 0 {
+                } else if layout.opponent & (1 << to) != 0 {
                     MoveKind::Capture
                 } else {
                     MoveKind::Quiet
                 };
-                if !visit(from, to, target, kind) {
+                if !visit(from, to, &self.targets[from as usize][to as usize], kind) {
                     return cards_with_moves;
                 }
             }
         }
         cards_with_moves
+    }
+
+    /// Card slots that move the piece on `from` to a square `own` leaves
+    /// free.
+    #[inline(always)]
+    fn cards_moving(&self, from: u8, own: u32) -> u8 {
+        let mut cards = 0;
+        for (c, reach) in self.card_reach.iter().enumerate() {
+            cards |= ((reach[from as usize] & !own != 0) as u8) << c;
+        }
+        cards
     }
 
     /// Card states holding at least one of the card slots in `cards`.
@@ -319,26 +329,25 @@ pub(super) fn fold_captures(moves: &MoveTable, unit: Unit, captured: &Landing<u8
     let empty = BoardMove { from: 0, to: 0, successor_states: 0, moved: 0, block: &[][..], crossing: false };
     let block_layouts = captured.index.material.mover as usize * target_q;
     let mut list = [(empty, 0u32, 0u8); MAX_BOARD_MOVES];
+    let row_squares = (0..ROWS).filter(|r| rows & (1 << r) != 0).fold(0u32, |squares, r| squares | (0x1f << (5 * r)));
     for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
         let mut count = 0;
         let mut pieces = mover;
         while pieces != 0 {
             let from = pieces.trailing_zeros() as u8;
             pieces &= pieces - 1;
-            let n = moves.target_counts[from as usize] as usize;
-            for target in &moves.targets[from as usize][..n] {
-                let to_bit = 1u32 << target.to;
-                if opponent & to_bit == 0 || rows & (1 << (target.to / 5)) == 0 {
-                    continue;
-                }
-                let (group, segment) = captured.groups[(from / 5) as usize][(target.to / 5) as usize]
-                    .expect("a capture stays in the index");
-                let moved = mover ^ (1 << from) ^ to_bit;
-                let left = opponent & !to_bit;
+            let mut captures = moves.reach[from as usize] & opponent & row_squares;
+            while captures != 0 {
+                let to = captures.trailing_zeros() as u8;
+                captures &= captures - 1;
+                let (group, segment) =
+                    captured.groups[(from / 5) as usize][(to / 5) as usize].expect("a capture stays in the index");
+                let moved = mover ^ (1 << from) ^ (1 << to);
+                let left = opponent & !(1 << to);
                 let base = captured.index.turned_boards_part(group, moved, left) as usize;
                 let block = &segment[base * CARD_STATES..(base + block_layouts) * CARD_STATES];
-                let m = BoardMove { from, to: target.to, successor_states: 0, moved, block, crossing: true };
-                list[count] = (m, left, target.cards);
+                let m = BoardMove { from, to, successor_states: 0, moved, block, crossing: true };
+                list[count] = (m, left, moves.targets[from as usize][to as usize].cards);
                 count += 1;
             }
         }
@@ -600,25 +609,20 @@ impl<'a> PlacementMoves<'a> {
         while pieces != 0 {
             let from = pieces.trailing_zeros() as u8;
             pieces &= pieces - 1;
-            let count = moves.target_counts[from as usize] as usize;
-            for target in &moves.targets[from as usize][..count] {
-                let to_bit = 1u32 << target.to;
-                if mover & to_bit != 0 {
-                    continue;
-                }
-                cards_with_moves |= target.cards;
-                if opponent & to_bit != 0 {
-                    continue;
-                }
-                let (from_row, to_row) = ((from / 5) as usize, (target.to / 5) as usize);
+            cards_with_moves |= moves.cards_moving(from, mover);
+            let mut quiet = moves.reach[from as usize] & !(mover | opponent);
+            while quiet != 0 {
+                let to = quiet.trailing_zeros() as u8;
+                quiet &= quiet - 1;
+                let (from_row, to_row) = ((from / 5) as usize, (to / 5) as usize);
                 let (group, segment) = landing.groups[from_row][to_row].expect("a move stays in the index");
-                let moved = mover ^ (1 << from) ^ to_bit;
+                let moved = mover ^ (1 << from) ^ (1 << to);
                 let base = landing.index.turned_boards_part_after(group, &rows, moved, from_row, to_row) as usize;
                 let block = &segment[base..base + block_layouts];
                 prefetch(block);
-                let successor_states = target.successor_states;
-                let crossing = mover & between(from, target.to) != 0;
-                self.list[n] = BoardMove { from, to: target.to, successor_states, moved, block, crossing };
+                let successor_states = moves.targets[from as usize][to as usize].successor_states;
+                let crossing = mover & between(from, to) != 0;
+                self.list[n] = BoardMove { from, to, successor_states, moved, block, crossing };
                 n += 1;
             }
         }
