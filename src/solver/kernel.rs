@@ -28,7 +28,7 @@ pub(super) const ROWS: usize = 5;
 /// only the squares it can go to (unblocked targets found by masking, not
 /// by testing each of up to 20 offsets with a branch).
 pub struct MoveTable {
-    /// For each square, the squares some card moves a piece there to.
+    /// For each square, the squares some card moves a piece on it to.
     reach: [u32; SQUARES],
     /// `card_reach[c][from]`: the squares card slot c moves a piece to.
     card_reach: [[u32; SQUARES]; CARDS_PER_GAME],
