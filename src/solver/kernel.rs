@@ -8,6 +8,7 @@
 //! step, so the result does not depend on the number of threads.
 
 use super::flags::SideFlags;
+use super::move_lists::MoveLists;
 use crate::index::{Group, Layout, MaterialIndex, TurnedRows};
 use crate::rules::{
     ALL_CARD_STATES, CARD_STATES, CARDS_PER_GAME, CardState, CardTables, MAX_PIECES_PER_SIDE, MOVER_TARGET, NoMoveRule,
@@ -156,19 +157,58 @@ fn group_mask(cards: u8) -> u32 {
 /// within row r, or a pass.
 pub(super) struct Landing<'a, T> {
     pub index: &'a MaterialIndex,
-    pub groups: [[LandingGroup<'a, T>; ROWS]; ROWS],
+    /// By [`landing_slot`] of the move.
+    groups: [LandingGroup<'a, T>; ROWS * ROWS],
+}
+
+/// Where in a [`Landing`] the moves from `from` to `to` land: by their rows.
+#[inline(always)]
+fn landing_slot(from: u8, to: u8) -> u8 {
+    (from / 5) * ROWS as u8 + to / 5
 }
 
 /// A landing group and its segment, if the move exists in the index.
 pub(super) type LandingGroup<'a, T> = Option<(&'a Group, &'a [T])>;
 
 impl<'a, T> Landing<'a, T> {
+    /// The landing table of `group` in `target`: quiet moves, or captures
+    /// (`capture`) into rows of the bit set `rows` only; `segment(g)` is
+    /// target group g's segment of the lane read.
+    pub fn new(
+        group: &Group,
+        target: &'a MaterialIndex,
+        capture: bool,
+        rows: u8,
+        segment: impl Fn(usize) -> &'a [T],
+    ) -> Landing<'a, T> {
+        let mut groups = [None; ROWS * ROWS];
+        for (from_row, row) in groups.chunks_exact_mut(ROWS).enumerate() {
+            if group.mover_counts[from_row] == 0 {
+                continue;
+            }
+            for (to_row, slot) in row.iter_mut().enumerate() {
+                if rows & (1 << to_row) == 0 || (capture && group.opponent_counts[to_row] == 0) {
+                    continue;
+                }
+                let (mover, opponent) = landing_counts(group, from_row, to_row, capture);
+                *slot = target.group_by_counts(&mover, &opponent).map(|g| (&target.groups()[g], segment(g)));
+            }
+        }
+        Landing { index: target, groups }
+    }
+
+    /// The landing group and its segment of moves in [`landing_slot`] `slot`.
+    #[inline(always)]
+    fn get(&self, slot: u8) -> (&'a Group, &'a [T]) {
+        self.groups[slot as usize].expect("a move stays in the index")
+    }
+
     /// Layout number within its group, and the group's segment, of the
     /// layout after moving `from` -> `to` (a pass when equal). `captured`
     /// is the square emptied by a capture (0 bits otherwise).
     #[inline(always)]
     fn find(&self, layout: &Layout, from: u8, to: u8, captured: u32) -> (usize, &'a [T]) {
-        let (group, segment) = self.groups[(from / 5) as usize][(to / 5) as usize].expect("a move stays in the index");
+        let (group, segment) = self.get(landing_slot(from, to));
         let moved = layout.mover ^ (1 << from) ^ (1 << to);
         let master = if from == layout.mover_master { to } else { layout.mover_master };
         let number = self.index.rank_turned(group, moved, layout.opponent & !captured, master, layout.opponent_master);
@@ -244,6 +284,8 @@ pub(super) fn set_values(values: &mut [u8], states: u32, byte: u8) {
 #[derive(Clone, Copy)]
 pub(super) struct Unit<'a> {
     pub group: &'a Group,
+    /// The group's number in its material's index.
+    pub group_number: usize,
     pub p: usize,
     pub q: usize,
     pub start: u64,
@@ -340,8 +382,7 @@ pub(super) fn fold_captures(moves: &MoveTable, unit: Unit, captured: &Landing<u8
             while captures != 0 {
                 let to = captures.trailing_zeros() as u8;
                 captures &= captures - 1;
-                let (group, segment) =
-                    captured.groups[(from / 5) as usize][(to / 5) as usize].expect("a capture stays in the index");
+                let (group, segment) = captured.get(landing_slot(from, to));
                 let moved = mover ^ (1 << from) ^ (1 << to);
                 let left = opponent & !(1 << to);
                 let base = captured.index.turned_boards_part(group, moved, left) as usize;
@@ -519,6 +560,8 @@ pub(super) struct StepInput<'a> {
     pub own_sides: &'a SideFlags,
     /// May layouts whose successors did not change be skipped?
     pub may_skip: bool,
+    /// The unit's material's placements' quiet moves, if kept.
+    pub kept: Option<&'a MoveLists>,
 }
 
 /// Most quiet moves of one placement: 5 pieces, 20 offsets each.
@@ -541,6 +584,85 @@ struct BoardMove<'a, T> {
     /// Does the moving piece pass another of the mover's pieces in square
     /// order (so that masters' ordinals change)?
     crossing: bool,
+}
+
+impl<'a, T> BoardMove<'a, T> {
+    #[inline(always)]
+    fn new(moves: &MoveTable, mover: u32, m: &ListedMove, block: &'a [T]) -> BoardMove<'a, T> {
+        let (from, to) = (m.from, m.to);
+        let successor_states = moves.targets[from as usize][to as usize].successor_states;
+        BoardMove { from, to, successor_states, moved: mover ^ (1 << from) ^ (1 << to), block, crossing: m.crossing }
+    }
+}
+
+/// A quiet board move of a placement as it is listed (and kept, see
+/// [`MoveLists`]): where its successors' block starts in the landing
+/// segment, so that finding it again needs no ranking.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct ListedMove {
+    /// Layout number of the block's first layout within the landing group.
+    pub base: u32,
+    pub from: u8,
+    pub to: u8,
+    /// [`landing_slot`] of the move.
+    pub landing_slot: u8,
+    /// Does the moving piece pass another of the mover's pieces?
+    pub crossing: bool,
+}
+
+/// One placement's kept quiet moves and the card slots with any move at all.
+#[derive(Clone, Copy)]
+pub(super) struct KeptMoves<'a> {
+    pub moves: &'a [ListedMove],
+    pub cards_with_moves: u8,
+}
+
+/// Calls `visit(move, landing segment)` for every quiet board move of a
+/// placement, in square order of (from, to); returns the card slots with
+/// any move at all (captures and wins included).
+#[inline(always)]
+pub(super) fn for_each_quiet_move<'a, T>(
+    moves: &MoveTable,
+    landing: &Landing<'a, T>,
+    mover: u32,
+    opponent: u32,
+    mut visit: impl FnMut(ListedMove, &'a [T]),
+) -> u8 {
+    let mut cards_with_moves = 0u8;
+    let rows = TurnedRows::new(mover, opponent);
+    let mut pieces = mover;
+    while pieces != 0 {
+        let from = pieces.trailing_zeros() as u8;
+        pieces &= pieces - 1;
+        cards_with_moves |= moves.cards_moving(from, mover);
+        let mut quiet = moves.reach[from as usize] & !(mover | opponent);
+        while quiet != 0 {
+            let to = quiet.trailing_zeros() as u8;
+            quiet &= quiet - 1;
+            let (from_row, to_row) = ((from / 5) as usize, (to / 5) as usize);
+            let landing_slot = landing_slot(from, to);
+            let (group, segment) = landing.get(landing_slot);
+            let moved = mover ^ (1 << from) ^ (1 << to);
+            let base = landing.index.turned_boards_part_after(group, &rows, moved, from_row, to_row);
+            debug_assert!(base < group.layouts);
+            let crossing = mover & between(from, to) != 0;
+            visit(ListedMove { base: base as u32, from, to, landing_slot, crossing }, segment);
+        }
+    }
+    cards_with_moves
+}
+
+/// Number of quiet board moves of a placement.
+#[inline]
+pub(super) fn count_quiet_moves(moves: &MoveTable, mover: u32, opponent: u32) -> usize {
+    let mut count = 0;
+    let mut pieces = mover;
+    while pieces != 0 {
+        let from = pieces.trailing_zeros() as usize;
+        pieces &= pieces - 1;
+        count += (moves.reach[from] & !(mover | opponent)).count_ones() as usize;
+    }
+    count
 }
 
 /// Layouts of one placement: p * q of them, numbered `a * q + b` for the
@@ -602,54 +724,53 @@ impl<'a> PlacementMoves<'a> {
     }
 
     fn list_moves(&mut self, moves: &MoveTable, landing: &Landing<'a, u32>, mover: u32, opponent: u32) {
-        let (mut n, mut cards_with_moves) = (0usize, 0u8);
+        let mut n = 0;
         let block_layouts = (mover.count_ones() * opponent.count_ones()) as usize;
-        let rows = TurnedRows::new(mover, opponent);
-        let mut pieces = mover;
-        while pieces != 0 {
-            let from = pieces.trailing_zeros() as u8;
-            pieces &= pieces - 1;
-            cards_with_moves |= moves.cards_moving(from, mover);
-            let mut quiet = moves.reach[from as usize] & !(mover | opponent);
-            while quiet != 0 {
-                let to = quiet.trailing_zeros() as u8;
-                quiet &= quiet - 1;
-                let (from_row, to_row) = ((from / 5) as usize, (to / 5) as usize);
-                let (group, segment) = landing.groups[from_row][to_row].expect("a move stays in the index");
-                let moved = mover ^ (1 << from) ^ (1 << to);
-                let base = landing.index.turned_boards_part_after(group, &rows, moved, from_row, to_row) as usize;
-                let block = &segment[base..base + block_layouts];
-                prefetch(block);
-                let successor_states = moves.targets[from as usize][to as usize].successor_states;
-                let crossing = mover & between(from, to) != 0;
-                self.list[n] = BoardMove { from, to, successor_states, moved, block, crossing };
-                n += 1;
-            }
-        }
-        (self.count, self.cards_with_moves) = (n, cards_with_moves);
+        self.cards_with_moves = for_each_quiet_move(moves, landing, mover, opponent, |m, segment| {
+            let block = &segment[m.base as usize..m.base as usize + block_layouts];
+            prefetch(block);
+            self.list[n] = BoardMove::new(moves, mover, &m, block);
+            n += 1;
+        });
+        self.count = n;
     }
 
-    /// If `needed`, lists the placement's moves and folds every successor
-    /// word into one accumulator per layout (by [`successor_slot`]),
-    /// starting from `start`: `fold(acc, word, successor_states)`. Returns
-    /// the accumulators and the card states with no move at all (all of
-    /// them, unlisted, when not `needed`: nothing looks at them then).
+    /// [`PlacementMoves::list_moves`] from the placement's moves as
+    /// [`MoveLists`] kept them: no ranking, no walking of target squares.
+    fn list_kept(&mut self, moves: &MoveTable, landing: &Landing<'a, u32>, place: &Placement, kept: KeptMoves) {
+        let block_layouts = (place.mover.count_ones() * place.opponent.count_ones()) as usize;
+        for (slot, m) in self.list.iter_mut().zip(kept.moves) {
+            let (_, segment) = landing.get(m.landing_slot);
+            let block = &segment[m.base as usize..m.base as usize + block_layouts];
+            prefetch(block);
+            *slot = BoardMove::new(moves, place.mover, m, block);
+        }
+        (self.count, self.cards_with_moves) = (kept.moves.len(), kept.cards_with_moves);
+    }
+
+    /// Unless the moves are not needed, lists the placement's moves (or
+    /// takes the kept list) and folds every successor word into one
+    /// accumulator per layout (by [`successor_slot`]), starting from
+    /// `start`: `fold(acc, word, successor_states)`. Returns the
+    /// accumulators and the card states with no move at all (all of them,
+    /// unlisted, when not needed: nothing looks at them then).
     #[inline(always)]
     fn fold(
         &mut self,
         moves: &MoveTable,
         landing: &Landing<'a, u32>,
         place: &Placement,
-        needed: bool,
+        listing: Listing,
         start: u32,
         fold: impl Fn(u32, u32, u32) -> u32,
     ) -> ([u32; MAX_PLACEMENT_LAYOUTS], u32) {
         let mut acc = [start; MAX_PLACEMENT_LAYOUTS];
-        if !needed {
-            return (acc, ALL_CARD_STATES);
+        match listing {
+            Listing::Unneeded => return (acc, ALL_CARD_STATES),
+            Listing::Now => self.list_moves(moves, landing, place.mover, place.opponent),
+            Listing::Kept(kept) => self.list_kept(moves, landing, place, kept),
         }
         let (p, q) = (place.mover.count_ones() as usize, place.opponent.count_ones() as usize);
-        self.list_moves(moves, landing, place.mover, place.opponent);
         self.for_each_successor(place, p, q, |slot, word, states| acc[slot] = fold(acc[slot], word, states));
         (acc, ALL_CARD_STATES & !moves.holding_any(self.cards_with_moves))
     }
@@ -736,6 +857,27 @@ fn for_each_placement(group: &Group, start: u64, end: u64, mut visit: impl FnMut
     }
 }
 
+/// How a step gets the moves of a placement.
+#[derive(Clone, Copy)]
+enum Listing<'a> {
+    /// No layout of the placement looks at its moves.
+    Unneeded,
+    /// Listed at this visit.
+    Now,
+    /// Kept from before the first step.
+    Kept(KeptMoves<'a>),
+}
+
+/// How the step gets the moves of the unit's placement `i`.
+#[inline(always)]
+fn listing<'a>(input: &StepInput<'a>, unit: &Unit, i: usize, needed: bool) -> Listing<'a> {
+    match input.kept {
+        _ if !needed => Listing::Unneeded,
+        Some(lists) => Listing::Kept(lists.placement(unit.group_number, unit.start as usize + i)),
+        None => Listing::Now,
+    }
+}
+
 /// Odd step: states that can move into a loss in `depth - 1` plies win in
 /// `depth`. `landing` holds the `fresh` segments of the material moved into.
 pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mut own: WinLanes) -> UnitReport {
@@ -750,8 +892,9 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
         let place = Placement::new(mover, opponent);
         let look = looked_at(input, &place, q);
         let needed = (0..p * q).any(|j| undecided[j] != 0 && look[j % q]);
+        let listing = listing(input, &unit, i, needed);
         let (reach, no_move) =
-            placement_moves.fold(moves, landing, &place, needed, 0, |reach, word, states| reach | (word & states));
+            placement_moves.fold(moves, landing, &place, listing, 0, |reach, word, states| reach | (word & states));
         for (j, &undecided) in undecided[..p * q].iter().enumerate() {
             if undecided == 0 {
                 continue;
@@ -853,8 +996,9 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         let place = Placement::new(mover, opponent);
         let look = looked_at(input, &place, q);
         let needed = (0..p * q).any(|j| undecided[j] != 0 && look[j % q]);
+        let listing = listing(input, &unit, i, needed);
         let (all_won, no_move) =
-            placement_moves.fold(moves, landing, &place, needed, ALL_CARD_STATES, |all_won, word, states| {
+            placement_moves.fold(moves, landing, &place, listing, ALL_CARD_STATES, |all_won, word, states| {
                 all_won & (word | !states)
             });
         for (j, &undecided) in undecided[..p * q].iter().enumerate() {
@@ -975,17 +1119,7 @@ mod tests {
         for group in index.groups().iter().step_by(7) {
             for capture in [false, true] {
                 let target = if capture { &captured } else { &quiet };
-                let mut groups = [[None; ROWS]; ROWS];
-                for (from_row, row) in groups.iter_mut().enumerate() {
-                    for (to_row, slot) in row.iter_mut().enumerate() {
-                        if group.mover_counts[from_row] == 0 || (capture && group.opponent_counts[to_row] == 0) {
-                            continue;
-                        }
-                        let (m, o) = landing_counts(group, from_row, to_row, capture);
-                        *slot = target.group_by_counts(&m, &o).map(|g| (&target.groups()[g], &[][..]));
-                    }
-                }
-                let landing: Landing<u32> = Landing { index: target, groups };
+                let landing: Landing<u32> = Landing::new(group, target, capture, 0x1f, |_| &[][..]);
                 for (_, layout) in index.layouts_of(group) {
                     if masters_end_game(layout.mover_master, layout.opponent_master) {
                         continue;

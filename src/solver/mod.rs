@@ -37,12 +37,13 @@ pub mod disk;
 mod flags;
 mod kernel;
 pub mod lanes;
+mod move_lists;
 mod schedule;
 mod window;
 mod work_files;
 
 use crate::blockio::{FileId, IoBackendKind, IoChoice};
-use crate::index::{Group, Material, MaterialIndex};
+use crate::index::{Material, MaterialIndex};
 use crate::rules::{CARD_STATES, MAX_PIECES_PER_SIDE, Rules};
 use crate::table::{SolvedMaterial, Table};
 use crate::value::{MAX_LOSS_PLIES, Value};
@@ -52,6 +53,7 @@ use disk::{AlignedBuf, DiskError, DiskIo, LaneFile, lane_path};
 use flags::{GroupFlags, SideFlags};
 use kernel::{EventDepths, Landing, MoveTable, ROWS, StepInput, StepValues, Unit, UnitReport};
 use lanes::{Lane, LaneLayout, ResidentLanes, SEGMENT_ALIGN_BYTES, SegmentMap, Span, carve_mut};
+use move_lists::MoveLists;
 use rayon::prelude::*;
 use schedule::MoverSlices;
 use std::collections::{BTreeMap, BTreeSet};
@@ -206,6 +208,9 @@ struct Work {
     sides: SideFlags,
     changed: GroupFlags,
     groups: Vec<GroupState>,
+    /// Resident materials whose lists fit the budget: every placement's
+    /// quiet moves, kept from step to step.
+    kept: Option<MoveLists>,
 }
 
 /// Where a streamed material's files are, and the checkpoint record of its
@@ -252,6 +257,7 @@ impl Work {
             values,
             storage,
             groups,
+            kept: None,
         })
     }
 
@@ -380,31 +386,6 @@ impl<'a, T> ReadRegion<'a, T> {
     }
 }
 
-/// The landing table of group `group` in `target`: quiet moves, or captures
-/// (`capture`) into rows of the bit set `rows` only.
-fn landing<'a, T>(
-    group: &Group,
-    target: &'a MaterialIndex,
-    region: &ReadRegion<'a, T>,
-    capture: bool,
-    rows: u8,
-) -> Landing<'a, T> {
-    let mut groups = [[None; ROWS]; ROWS];
-    for (from_row, row) in groups.iter_mut().enumerate() {
-        if group.mover_counts[from_row] == 0 {
-            continue;
-        }
-        for (to_row, slot) in row.iter_mut().enumerate() {
-            if rows & (1 << to_row) == 0 || (capture && group.opponent_counts[to_row] == 0) {
-                continue;
-            }
-            let (mover, opponent) = kernel::landing_counts(group, from_row, to_row, capture);
-            *slot = target.group_by_counts(&mover, &opponent).map(|g| (&target.groups()[g], region.segment(g)));
-        }
-    }
-    Landing { index: target, groups }
-}
-
 /// A unit of work: (group number, first placement, end placement).
 type UnitSpec = (usize, u64, u64);
 
@@ -463,8 +444,8 @@ fn run_fold(
     let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, CARD_STATES)));
     units.par_iter().zip(values).for_each(|(&(g, start, end), values)| {
         let group = &index.groups()[g];
-        let landing = landing(group, captured, region, true, rows);
-        kernel::fold_captures(moves, Unit { group, p, q, start, end }, &landing, rows, values);
+        let landing = Landing::new(group, captured, true, rows, |g| region.segment(g));
+        kernel::fold_captures(moves, Unit { group, group_number: g, p, q, start, end }, &landing, rows, values);
     });
 }
 
@@ -483,7 +464,7 @@ fn run_init(rules: &Rules, moves: &MoveTable, index: &MaterialIndex, units: &[Un
         .map(|(&(g, start, end), ((((won, lost), fresh), capture), values))| {
             let group = &index.groups()[g];
             let own = kernel::InitLanes { won, lost, fresh, capture, values };
-            kernel::initialize(rules, moves, Unit { group, p, q, start, end }, own)
+            kernel::initialize(rules, moves, Unit { group, group_number: g, p, q, start, end }, own)
         })
         .collect()
 }
@@ -547,8 +528,8 @@ fn run_step(
                     capture: &capture[r],
                     capture_due: due(g),
                 };
-                let landing = landing(group, target, &region, false, 0x1f);
-                kernel::win_step(input, Unit { group, p, q, start, end }, &landing, own)
+                let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
+                kernel::win_step(input, Unit { group, group_number: g, p, q, start, end }, &landing, own)
             })
             .collect()
     } else {
@@ -575,8 +556,8 @@ fn run_step(
                     won: &won[r],
                     capture_due: due(g),
                 };
-                let landing = landing(group, target, &region, false, 0x1f);
-                kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own)
+                let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
+                kernel::loss_step(input, Unit { group, group_number: g, p, q, start, end }, &landing, own)
             })
             .collect()
     }
@@ -777,14 +758,21 @@ fn step(
             let all: Vec<usize> = (0..this.index.groups().len()).collect();
             let visit = groups_to_visit(this, other.unwrap_or(this), depth, &all);
             let units = units_of(&this.index, &visit);
-            let Work { index, planes, values, storage, sides, groups, .. } = &mut *this;
+            let Work { index, planes, values, storage, sides, groups, kept, .. } = &mut *this;
             let groups = &*groups;
             let due = |g: usize| groups[g].events.contains(depth);
             let (pm, vm) = (plane_span(planes), value_span(values));
             let Storage::Resident(lanes) = storage else { unreachable!("no window: resident") };
             let target_sides = other.map_or(&*sides, |o| &o.sides);
-            let input =
-                StepInput { rules, moves, depth_plies: depth, target_sides, own_sides: sides, may_skip: depth > 2 };
+            let input = StepInput {
+                rules,
+                moves,
+                depth_plies: depth,
+                target_sides,
+                own_sides: sides,
+                may_skip: depth > 2,
+                kept: kept.as_ref(),
+            };
             let target_map = other.map(|o| plane_span(&o.planes));
             let landing_in = other.zip(target_map.as_ref()).map(|(o, map)| {
                 let Storage::Resident(target) = &o.storage else { unreachable!("pairs are resident together") };
@@ -826,6 +814,7 @@ fn step(
                 target_sides: &target.sides,
                 own_sides: &this_ref.sides,
                 may_skip: depth > 2,
+                kept: None,
             };
             // The step's jobs: batches of groups to visit, each with its
             // landing slice (a range of the mirror's groups).
@@ -1263,6 +1252,9 @@ pub fn solve_with(
             };
             works.push(Work::new(index, place)?);
         }
+        if !streamed {
+            keep_move_lists(&moves, &mut works, config.budget_bytes.map(|b| b.saturating_sub(resident_need)));
+        }
         let layouts = works.iter().map(|w| w.index.layouts()).sum();
         let resumed_at_plies = resume.as_ref().map(|r| r.depth_plies);
         progress(Progress::MaterialStarted { materials: pair, layouts, streamed, resumed_at_plies });
@@ -1379,6 +1371,32 @@ pub fn solve_with(
         progress(Progress::MaterialDone { materials: pair });
     }
     Ok(Solved { rules: *rules, max_per_side, materials: solved.into_values().collect(), io, streamed_pairs, pairs })
+}
+
+/// Lists every placement's quiet moves of a resident pair once, for all its
+/// steps, if the lists fit in `spare_bytes` (None: no budget). Without them
+/// the steps list the moves at every visit: slower, the same table.
+fn keep_move_lists(moves: &MoveTable, works: &mut [Work], spare_bytes: Option<u64>) {
+    let mut need = 0u64;
+    for work in works.iter() {
+        match MoveLists::bytes(moves, &work.index) {
+            Some(bytes) => need += bytes,
+            None => return,
+        }
+    }
+    if spare_bytes.is_some_and(|spare| spare < need) {
+        return;
+    }
+    let lists: Vec<MoveLists> = (0..works.len())
+        .map(|k| {
+            // Quiet moves land in the mirror (in itself if symmetric).
+            let target = &works[works.len() - 1 - k].index;
+            MoveLists::new(moves, &works[k].index, target)
+        })
+        .collect();
+    for (work, lists) in works.iter_mut().zip(lists) {
+        work.kept = Some(lists);
+    }
 }
 
 /// Removes what a run left in its work directory (value files and the

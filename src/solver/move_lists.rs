@@ -1,0 +1,186 @@
+//! Move lists kept from step to step: every placement's quiet board moves,
+//! listed once for a resident material instead of at each of its visits.
+//!
+//! A step visits a placement about two dozen times in a 6-men table, and
+//! listing its moves (walking target squares, ranking each successor's
+//! block) was about 40% of the steps' instructions (docs/BENCHMARKS.md).
+//! The list never changes: it depends only on the boards and the index.
+//!
+//! Owns the kept lists and their memory; the listing itself and what a
+//! listed move means are the kernel's. Knows nothing of lanes or values.
+//! Streamed materials do not keep lists: 8 bytes a move do not fit their
+//! budget.
+
+use super::kernel::{self, KeptMoves, Landing, ListedMove, MoveTable};
+use super::lanes::carve_mut;
+use crate::index::{Group, MaterialIndex};
+use rayon::prelude::*;
+use std::ops::Range;
+
+// DESIGN.md's memory figures count 8 bytes a kept move.
+const _: () = assert!(std::mem::size_of::<ListedMove>() == 8);
+
+/// Every placement's quiet board moves, for one material whose quiet moves
+/// land in `target` (its mirror).
+pub(super) struct MoveLists {
+    /// Per placement in index order, where its moves start in `moves`; then
+    /// the total.
+    first: Vec<u32>,
+    moves: Vec<ListedMove>,
+    /// Per placement, the card slots with any move at all.
+    cards_with_moves: Vec<u8>,
+    /// Placements before each group's first, by group number.
+    group_first: Vec<usize>,
+}
+
+impl MoveLists {
+    /// Bytes the lists of `index` take, or None if they are too many for
+    /// 32-bit positions (no table up to 8 men comes near).
+    pub fn bytes(moves: &MoveTable, index: &MaterialIndex) -> Option<u64> {
+        let count: u64 = index
+            .groups()
+            .par_iter()
+            .map(|group| {
+                group
+                    .placements(0, placements(index, group))
+                    .map(|(m, o)| kernel::count_quiet_moves(moves, m, o) as u64)
+                    .sum::<u64>()
+            })
+            .sum();
+        u32::try_from(count).ok()?;
+        let placements = index.layouts() / per_placement(index);
+        let per_move = std::mem::size_of::<ListedMove>() as u64;
+        Some(count * per_move + placements * (4 + 1) + 4)
+    }
+
+    /// Lists every placement's quiet moves into `target`.
+    pub fn new(moves: &MoveTable, index: &MaterialIndex, target: &MaterialIndex) -> MoveLists {
+        let groups = index.groups();
+        let mut group_first = Vec::with_capacity(groups.len() + 1);
+        let mut total = 0usize;
+        for group in groups {
+            group_first.push(total);
+            total += placements(index, group) as usize;
+        }
+        group_first.push(total);
+        // Counts first, so that the moves can be written in place in parallel.
+        let mut first = vec![0u32; total + 1];
+        let mut cards_with_moves = vec![0u8; total];
+        carve_mut(&mut first[..total], parts(&group_first)).into_par_iter().zip(groups).for_each(|(counts, group)| {
+            for (count, (m, o)) in counts.iter_mut().zip(group.placements(0, placements(index, group))) {
+                *count = kernel::count_quiet_moves(moves, m, o) as u32;
+            }
+        });
+        let mut at = 0u32;
+        for slot in first.iter_mut() {
+            let count = *slot;
+            *slot = at;
+            at = at.checked_add(count).expect("MoveLists::bytes said the moves fit 32-bit positions");
+        }
+        let mut listed = vec![ListedMove::default(); at as usize];
+        let move_starts: Vec<usize> = group_first.iter().map(|&p| first[p] as usize).collect();
+        let listed_parts = carve_mut(&mut listed, parts(&move_starts));
+        let cards_parts = carve_mut(&mut cards_with_moves, parts(&group_first));
+        listed_parts.into_par_iter().zip(cards_parts).zip(groups).for_each(|((out, cards), group)| {
+            let landing: Landing<u32> = Landing::new(group, target, false, 0x1f, |_| &[][..]);
+            let mut n = 0;
+            for (cards, (m, o)) in cards.iter_mut().zip(group.placements(0, placements(index, group))) {
+                *cards = kernel::for_each_quiet_move(moves, &landing, m, o, |listed, _| {
+                    out[n] = listed;
+                    n += 1;
+                });
+            }
+            assert_eq!(n, out.len(), "counting and listing a group's moves agree");
+        });
+        MoveLists { first, moves: listed, cards_with_moves, group_first }
+    }
+
+    /// The kept moves of placement `placement` of group `g`.
+    #[inline(always)]
+    pub fn placement(&self, g: usize, placement: usize) -> KeptMoves<'_> {
+        let p = self.group_first[g] + placement;
+        debug_assert!(p < self.group_first[g + 1]);
+        let moves = &self.moves[self.first[p] as usize..self.first[p + 1] as usize];
+        KeptMoves { moves, cards_with_moves: self.cards_with_moves[p] }
+    }
+}
+
+fn per_placement(index: &MaterialIndex) -> u64 {
+    index.material.mover as u64 * index.material.opponent as u64
+}
+
+fn placements(index: &MaterialIndex, group: &Group) -> u64 {
+    group.layouts / per_placement(index)
+}
+
+/// Ranges between consecutive `starts`.
+fn parts(starts: &[usize]) -> impl Iterator<Item = Range<usize>> + '_ {
+    starts.windows(2).map(|pair| pair[0]..pair[1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::Material;
+    use crate::rules::{CardSet, NoMoveRule, Rules, masters_end_game, step};
+
+    /// The kept moves of every placement are its quiet moves, and each
+    /// one's block holds the successors that turning and ranking the moved
+    /// layout gives (checked on the first layout of each placement).
+    #[test]
+    fn kept_moves_are_the_quiet_moves_and_find_their_successors() {
+        for cards in
+            [CardSet::default_set(), CardSet::from_names(&["tiger", "dragon", "frog", "rabbit", "crab"]).unwrap()]
+        {
+            let moves = MoveTable::new(&Rules { cards, no_move: NoMoveRule::Pass });
+            let (index, target) = (MaterialIndex::new(Material::new(2, 3)), MaterialIndex::new(Material::new(3, 2)));
+            let lists = MoveLists::new(&moves, &index, &target);
+            let bytes = MoveLists::bytes(&moves, &index).unwrap();
+            assert_eq!(bytes, lists.moves.len() as u64 * 8 + lists.cards_with_moves.len() as u64 * 5 + 4);
+            let mut checked = 0;
+            for (g, group) in index.groups().iter().enumerate() {
+                for (i, (mover, opponent)) in group.placements(0, placements(&index, group)).enumerate() {
+                    let kept = lists.placement(g, i);
+                    let mut quiet = Vec::new();
+                    for from in (0..25u8).filter(|s| mover & (1 << s) != 0) {
+                        let reach = cards
+                            .cards()
+                            .iter()
+                            .flat_map(|card| card.offsets.iter())
+                            .filter_map(|&(dx, dy)| step(from, dx, dy))
+                            .fold(0u32, |reach, to| reach | 1 << to);
+                        let open = reach & !(mover | opponent);
+                        quiet.extend((0..25u8).filter(|&to| open & (1 << to) != 0).map(|to| (from, to)));
+                    }
+                    assert_eq!(kept.moves.iter().map(|m| (m.from, m.to)).collect::<Vec<_>>(), quiet);
+                    let layout = crate::index::Layout {
+                        mover,
+                        opponent,
+                        mover_master: mover.trailing_zeros() as u8,
+                        opponent_master: opponent.trailing_zeros() as u8,
+                    };
+                    if masters_end_game(layout.mover_master, layout.opponent_master) {
+                        continue;
+                    }
+                    for m in kept.moves {
+                        let next = kernel::successor(&layout, m.from, m.to);
+                        if masters_end_game(next.mover_master, next.opponent_master) {
+                            continue;
+                        }
+                        let next_group = target.group_of(next.mover, next.opponent);
+                        let number = target.rank(&next) - next_group.first_layout;
+                        let masters = target.turned_masters_part(
+                            layout.mover ^ (1 << m.from) ^ (1 << m.to),
+                            layout.opponent,
+                            if m.from == layout.mover_master { m.to } else { layout.mover_master },
+                            layout.opponent_master,
+                        );
+                        assert_eq!(number, m.base as u64 + masters);
+                        checked += 1;
+                    }
+                }
+            }
+            assert!(checked > 100_000, "checked {checked}");
+        }
+    }
+}
