@@ -49,14 +49,6 @@ struct Target {
     successor_states: u32,
 }
 
-/// How a move ends.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum MoveKind {
-    Win,
-    Capture,
-    Quiet,
-}
-
 impl MoveTable {
     pub fn new(rules: &Rules) -> MoveTable {
         let mut reach = [0u32; SQUARES];
@@ -83,37 +75,6 @@ impl MoveTable {
             }
         }
         MoveTable { reach, card_reach, targets, cards: CardTables::new(), after }
-    }
-
-    /// Calls `visit(from, to, cards, kind)` for every legal piece move of the
-    /// layout, grouped by (from, to) with the bit set of card slots that
-    /// allow it, until `visit` returns false. Returns the bit set of card
-    /// slots with at least one move (complete only if no visit stopped it).
-    #[inline(always)]
-    fn for_each_move(&self, layout: &Layout, mut visit: impl FnMut(u8, u8, &Target, MoveKind) -> bool) -> u8 {
-        let mut cards_with_moves = 0u8;
-        let mut pieces = layout.mover;
-        while pieces != 0 {
-            let from = pieces.trailing_zeros() as u8;
-            pieces &= pieces - 1;
-            cards_with_moves |= self.cards_moving(from, layout.mover);
-            let mut open = self.reach[from as usize] & !layout.mover;
-            while open != 0 {
-                let to = open.trailing_zeros() as u8;
-                open &= open - 1;
-                let kind = if to == layout.opponent_master || (from == layout.mover_master && to == MOVER_TARGET) {
-                    MoveKind::Win
-                } else if layout.opponent & (1 << to) != 0 {
-                    MoveKind::Capture
-                } else {
-                    MoveKind::Quiet
-                };
-                if !visit(from, to, &self.targets[from as usize][to as usize], kind) {
-                    return cards_with_moves;
-                }
-            }
-        }
-        cards_with_moves
     }
 
     /// Card slots that move the piece on `from` to a square `own` leaves
@@ -229,27 +190,6 @@ pub(super) fn landing_counts(group: &Group, from_row: usize, to_row: usize, capt
     moved[to_row] += 1;
     moved.reverse();
     (turned_mover, moved)
-}
-
-/// Calls `visit(layout_number, layout)` for placements `start..end` of a
-/// group; layout numbers count from the first layout of placement `start`.
-#[inline(always)]
-fn for_each_layout(group: &Group, p: usize, q: usize, start: u64, end: u64, mut visit: impl FnMut(usize, &Layout)) {
-    let mut number = 0usize;
-    for (mover, opponent) in group.placements(start, end) {
-        let mut mover_rest = mover;
-        for _ in 0..p {
-            let mover_master = mover_rest.trailing_zeros() as u8;
-            mover_rest &= mover_rest - 1;
-            let mut opp_rest = opponent;
-            for _ in 0..q {
-                let opponent_master = opp_rest.trailing_zeros() as u8;
-                opp_rest &= opp_rest - 1;
-                visit(number, &Layout { mover, opponent, mover_master, opponent_master });
-                number += 1;
-            }
-        }
-    }
 }
 
 /// Calls `visit(card_state, slot)` for every state holding a slot in `cards`.
@@ -443,50 +383,65 @@ pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, own: Init
     let win1 = Value::Win(1).to_byte();
     let loss0 = Value::Loss(0).to_byte();
     let mut report = UnitReport::default();
-    for_each_layout(unit.group, unit.p, unit.q, unit.start, unit.end, |n, layout| {
-        let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
-        if masters_end_game(layout.mover_master, layout.opponent_master) {
-            // Holes read as won and never fresh: quiet moves onto them
-            // (a master reaching the temple) change nothing.
-            own.won[n] = ALL_CARD_STATES;
-            own.lost[n] = ALL_CARD_STATES;
-            own.fresh[n] = 0;
-            own.capture[n] = 0;
-            values.fill(NO_VALUE);
-            return;
-        }
-        let mut win_cards = 0u8;
-        let cards_with_moves = moves.for_each_move(layout, |_, _, target, kind| {
-            if kind == MoveKind::Win {
-                win_cards |= target.cards;
+    let (p, q) = (unit.p, unit.q);
+    for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
+        let place = Placement::new(mover, opponent);
+        // Per card slot, the squares some mover piece moves to (own ones
+        // included: the opponent's master never stands on those).
+        let mut attacked = [0u32; CARDS_PER_GAME];
+        let mut cards_with_moves = 0u8;
+        for &from in &place.mover_squares[..p] {
+            cards_with_moves |= moves.cards_moving(from, mover);
+            for (attacked, reach) in attacked.iter_mut().zip(&moves.card_reach) {
+                *attacked |= reach[from as usize];
             }
-            true
-        });
-        let win_now = moves.holding_any(win_cards);
+        }
         let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
-        let lost_now = if rules.no_move == NoMoveRule::Loss { no_move & !win_now } else { 0 };
-        own.won[n] = win_now;
-        own.lost[n] = lost_now;
-        own.fresh[n] = lost_now;
-        let mut capture = 0;
-        for (k, value) in values.iter_mut().enumerate() {
-            let bit = 1u32 << k;
-            if win_now & bit != 0 {
-                *value = win1;
-            } else if lost_now & bit != 0 {
-                *value = loss0;
-            } else if let Some(v) = Value::from_byte(*value) {
-                // Every capture value bounds the state until it falls due.
-                capture |= bit;
-                if let Some(plies) = v.plies() {
+        for j in 0..p * q {
+            let (n, layout) = (i * p * q + j, place.layout(j / q, j % q));
+            let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
+            if masters_end_game(layout.mover_master, layout.opponent_master) {
+                // Holes read as won and never fresh: quiet moves onto them
+                // (a master reaching the temple) change nothing.
+                own.won[n] = ALL_CARD_STATES;
+                own.lost[n] = ALL_CARD_STATES;
+                own.fresh[n] = 0;
+                own.capture[n] = 0;
+                values.fill(NO_VALUE);
+                continue;
+            }
+            // Taking the master, or the master reaching the temple, wins.
+            let temple = (1u32 << MOVER_TARGET) & !mover;
+            let mut win_cards = 0u8;
+            for (c, attacked) in attacked.iter().enumerate() {
+                let takes_master = attacked >> layout.opponent_master & 1 != 0;
+                let reaches_temple = moves.card_reach[c][layout.mover_master as usize] & temple != 0;
+                win_cards |= ((takes_master || reaches_temple) as u8) << c;
+            }
+            let win_now = moves.holding_any(win_cards);
+            let lost_now = if rules.no_move == NoMoveRule::Loss { no_move & !win_now } else { 0 };
+            own.won[n] = win_now;
+            own.lost[n] = lost_now;
+            own.fresh[n] = lost_now;
+            // Every capture value of an undecided state bounds it until it
+            // falls due.
+            let with_value = values.iter().enumerate().fold(0u32, |set, (k, &v)| set | ((v != NO_VALUE) as u32) << k);
+            let capture = with_value & !(win_now | lost_now);
+            let mut rest = capture;
+            while rest != 0 {
+                let k = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                if let Some(plies) = Value::from_byte(values[k]).and_then(Value::plies) {
                     report.events.insert(plies);
                 }
             }
+            set_values(values, win_now, win1);
+            set_values(values, lost_now, loss0);
+            own.capture[n] = capture;
+            let undecided = ALL_CARD_STATES & !(win_now | lost_now);
+            report.decided += (win_now | lost_now).count_ones() as u64;
+            report.undecided += undecided.count_ones() as u64;
         }
-        own.capture[n] = capture;
-        let undecided = ALL_CARD_STATES & !(win_now | lost_now);
-        report.decided += (win_now | lost_now).count_ones() as u64;
-        report.undecided += undecided.count_ones() as u64;
     });
     report
 }
@@ -1083,6 +1038,49 @@ mod tests {
     use crate::index::Material;
     use crate::rules::CardSet;
 
+    /// How a move ends.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum MoveKind {
+        Win,
+        Capture,
+        Quiet,
+    }
+
+    /// Calls `visit(from, to, cards, kind)` for every legal piece move of the
+    /// layout (one move at a time: the plain way the kernels' listings are
+    /// checked against), grouped by (from, to) with the bit set of card slots that
+    /// allow it, until `visit` returns false. Returns the bit set of card
+    /// slots with at least one move (complete only if no visit stopped it).
+    fn for_each_move(
+        moves: &MoveTable,
+        layout: &Layout,
+        mut visit: impl FnMut(u8, u8, &Target, MoveKind) -> bool,
+    ) -> u8 {
+        let mut cards_with_moves = 0u8;
+        let mut pieces = layout.mover;
+        while pieces != 0 {
+            let from = pieces.trailing_zeros() as u8;
+            pieces &= pieces - 1;
+            cards_with_moves |= moves.cards_moving(from, layout.mover);
+            let mut open = moves.reach[from as usize] & !layout.mover;
+            while open != 0 {
+                let to = open.trailing_zeros() as u8;
+                open &= open - 1;
+                let kind = if to == layout.opponent_master || (from == layout.mover_master && to == MOVER_TARGET) {
+                    MoveKind::Win
+                } else if layout.opponent & (1 << to) != 0 {
+                    MoveKind::Capture
+                } else {
+                    MoveKind::Quiet
+                };
+                if !visit(from, to, &moves.targets[from as usize][to as usize], kind) {
+                    return cards_with_moves;
+                }
+            }
+        }
+        cards_with_moves
+    }
+
     #[test]
     fn event_depths_are_a_set_of_plies() {
         let mut events = EventDepths::default();
@@ -1124,7 +1122,7 @@ mod tests {
                     if masters_end_game(layout.mover_master, layout.opponent_master) {
                         continue;
                     }
-                    moves.for_each_move(&layout, |from, to, _, kind| {
+                    for_each_move(&moves, &layout, |from, to, _, kind| {
                         let wanted = if capture { MoveKind::Capture } else { MoveKind::Quiet };
                         if kind == wanted {
                             let captured_bit = if capture { 1 << to } else { 0 };
