@@ -168,6 +168,11 @@ impl ResidentLanes {
             values: zeroed(values.total_bytes() as usize),
         }
     }
+
+    /// The value lane; the planes are freed.
+    pub fn into_values(self) -> Vec<u8> {
+        self.values
+    }
 }
 
 /// A vector of `len` zeros, written (in parallel) rather than left to the

@@ -1260,7 +1260,7 @@ pub fn solve_with(
         progress(Progress::MaterialStarted { materials: pair, layouts, streamed, resumed_at_plies });
         // Resident pairs hold their captured materials in memory too;
         // streamed ones read them a slice at a time.
-        let mut loaded: Vec<Option<Vec<u8>>> = Vec::new();
+        let mut loaded: Vec<Option<(AlignedBuf, usize)>> = Vec::new();
         let mut captured_files: Vec<Option<FileId>> = Vec::new();
         for &m in &members {
             let (bytes, file) = match captured_of(m) {
@@ -1273,7 +1273,7 @@ pub fn solve_with(
                         let mut buffer = AlignedBuf::zeroed(len as usize)?;
                         file.read(0..len, &mut buffer.bytes_mut()[..len as usize])?;
                         io.bytes_read += len;
-                        (Some(buffer.bytes()[..len as usize].to_vec()), None)
+                        (Some((buffer, len as usize)), None)
                     }
                 }
                 _ => (None, None),
@@ -1290,7 +1290,7 @@ pub fn solve_with(
                     layout: &c.values_layout,
                     slices: MoverSlices::new(&c.index),
                     values: match (&c.values, loaded, file) {
-                        (_, Some(bytes), _) => CapturedValues::Resident(bytes),
+                        (_, Some((buffer, len)), _) => CapturedValues::Resident(&buffer.bytes()[..*len]),
                         (_, None, Some(file)) => CapturedValues::OnDisk(*file),
                         (FinishedValues::Resident(bytes), None, None) => CapturedValues::Resident(bytes),
                         (FinishedValues::OnDisk(_), None, None) => unreachable!("loaded or opened above"),
@@ -1339,17 +1339,19 @@ pub fn solve_with(
         drop(window);
         drop(captured);
         drop(loaded);
-        for work in works {
+        for mut work in works {
             let material = work.index.material;
+            // Only the values live on: the budget counted the planes and
+            // the move lists, not a second copy of the values beside them.
+            work.kept = None;
             let finished = match (&config.work_dir, work.storage) {
-                (None, Storage::Resident(lanes)) => FinishedValues::Resident(lanes.values),
+                (None, Storage::Resident(lanes)) => FinishedValues::Resident(lanes.into_values()),
                 (Some(dir), Storage::Resident(lanes)) => {
+                    let values = lanes.into_values();
                     let path = lane_path(dir, material, Lane::Values);
                     let file = LaneFile::open(&path, true, work.values.total_bytes())?;
-                    let mut buffer = AlignedBuf::zeroed(lanes.values.len())?;
-                    buffer.bytes_mut()[..lanes.values.len()].copy_from_slice(&lanes.values);
-                    file.write(0, &buffer.bytes()[..lanes.values.len()])?;
-                    io.bytes_written += lanes.values.len() as u64;
+                    write_through(&file, &values, io_block as usize)?;
+                    io.bytes_written += values.len() as u64;
                     file.sync()?;
                     // Plane files of an earlier streamed attempt (resumed
                     // with a budget that now holds the pair) are not needed.
@@ -1399,6 +1401,19 @@ fn keep_move_lists(moves: &MoveTable, works: &mut [Work], spare_bytes: Option<u6
     }
 }
 
+/// Writes `bytes` (a lane: a whole number of segments) from the start of
+/// `file` through one aligned buffer of `chunk_bytes`, as O_DIRECT needs.
+fn write_through(file: &LaneFile, bytes: &[u8], chunk_bytes: usize) -> Result<(), SolveError> {
+    debug_assert_eq!(bytes.len() as u64 % SEGMENT_ALIGN_BYTES, 0);
+    debug_assert_eq!(chunk_bytes as u64 % SEGMENT_ALIGN_BYTES, 0);
+    let mut buffer = AlignedBuf::zeroed(chunk_bytes.min(bytes.len()))?;
+    for (k, chunk) in bytes.chunks(chunk_bytes).enumerate() {
+        buffer.bytes_mut()[..chunk.len()].copy_from_slice(chunk);
+        file.write((k * chunk_bytes) as u64, &buffer.bytes()[..chunk.len()])?;
+    }
+    Ok(())
+}
+
 /// Removes what a run left in its work directory (value files and the
 /// checkpoint), once the table is safely written elsewhere; the directory
 /// itself goes too if nothing else is in it.
@@ -1420,4 +1435,23 @@ fn open_finished(dir: &Path, material: Material) -> Result<FinishedMaterial, Sol
     let values_layout = LaneLayout::new(&index, CARD_STATES as u64);
     let file = LaneFile::open(&lane_path(dir, material, Lane::Values), false, values_layout.total_bytes())?;
     Ok(FinishedMaterial { index, values_layout, values: FinishedValues::OnDisk(file) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lane written chunk by chunk reads back whole, last short chunk
+    /// included.
+    #[test]
+    fn write_through_writes_every_chunk() {
+        let dir = tempfile::tempdir().unwrap();
+        let segment = SEGMENT_ALIGN_BYTES as usize;
+        let bytes: Vec<u8> = (0..5 * segment).map(|i| (i * 7 % 251) as u8).collect();
+        let file = LaneFile::open(&dir.path().join("lane"), true, bytes.len() as u64).unwrap();
+        write_through(&file, &bytes, 2 * segment).unwrap();
+        let mut back = AlignedBuf::zeroed(bytes.len()).unwrap();
+        file.read(0..bytes.len() as u64, &mut back.bytes_mut()[..bytes.len()]).unwrap();
+        assert!(back.bytes()[..bytes.len()] == bytes[..]);
+    }
 }
