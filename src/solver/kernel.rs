@@ -748,9 +748,7 @@ impl<'a> PlacementMoves<'a> {
         for m in &self.list[..self.count] {
             let block = m.block;
             if !m.crossing {
-                for (slot, &word) in block.iter().enumerate() {
-                    visit(slot, word, m.successor_states);
-                }
+                visit_words(block, m.successor_states, &mut visit);
                 continue;
             }
             for (a, &square) in place.mover_squares[..p].iter().enumerate() {
@@ -762,6 +760,39 @@ impl<'a> PlacementMoves<'a> {
                 }
             }
         }
+    }
+}
+
+/// `visit(slot, word, states)` for every word of a block, in order.
+#[inline(always)]
+fn visit_words(block: &[u32], states: u32, visit: &mut impl FnMut(usize, u32, u32)) {
+    // A fixed length lets the compiler unroll and vectorise the fold (p * q
+    // of the biggest materials of each size; the unvectorised loop was
+    // about 3% more instructions at 4 men).
+    match block.len() {
+        4 => visit_block::<4>(block, states, visit),
+        6 => visit_block::<6>(block, states, visit),
+        8 => visit_block::<8>(block, states, visit),
+        9 => visit_block::<9>(block, states, visit),
+        12 => visit_block::<12>(block, states, visit),
+        15 => visit_block::<15>(block, states, visit),
+        16 => visit_block::<16>(block, states, visit),
+        20 => visit_block::<20>(block, states, visit),
+        25 => visit_block::<25>(block, states, visit),
+        _ => {
+            for (slot, &word) in block.iter().enumerate() {
+                visit(slot, word, states);
+            }
+        }
+    }
+}
+
+/// `visit(slot, word, states)` for the N words of a block.
+#[inline(always)]
+fn visit_block<const N: usize>(block: &[u32], states: u32, visit: &mut impl FnMut(usize, u32, u32)) {
+    let block: &[u32; N] = block.try_into().expect("a block holds p * q words");
+    for (slot, &word) in block.iter().enumerate() {
+        visit(slot, word, states);
     }
 }
 
@@ -1094,6 +1125,17 @@ mod tests {
         let mut other = EventDepths::default();
         other.insert(7);
         assert!(events.union(other).contains(7) && events.union(other).contains(200));
+    }
+
+    #[test]
+    fn every_block_length_visits_every_word_in_order() {
+        for len in 1..=MAX_PLACEMENT_LAYOUTS {
+            let block: Vec<u32> = (0..len as u32).map(|w| w * 3 + 1).collect();
+            let mut seen = Vec::new();
+            visit_words(&block, 7, &mut |slot, word, states| seen.push((slot, word, states)));
+            let expected: Vec<_> = block.iter().enumerate().map(|(slot, &word)| (slot, word, 7)).collect();
+            assert_eq!(seen, expected, "block of {len}");
+        }
     }
 
     #[test]
