@@ -8,7 +8,9 @@
 //! table, only slower.
 
 use crate::index::{Layout, side_key, side_keys};
-use crate::rules::{rotate, rotate_square};
+use crate::rules::rotate;
+#[cfg(test)]
+use crate::rules::rotate_square;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -39,10 +41,25 @@ impl SideFlags {
 
     /// Did the mover side of this layout's successors (in the material these
     /// flags belong to) change in the last step?
-    #[inline]
+    #[cfg(test)]
     pub fn successors_changed(&self, layout: &Layout) -> bool {
         let key = side_key(rotate(layout.opponent), rotate_square(layout.opponent_master));
         self.last[key].load(Ordering::Relaxed)
+    }
+
+    /// [`SideFlags::successors_changed`] for every choice of the opponent's
+    /// master on board `opponent`: `changed[b]` for its b-th piece in square
+    /// order. The board's rank is worked out once: turning reverses square
+    /// order, so the b-th piece is the (q - 1 - b)-th once turned.
+    #[inline]
+    pub fn successors_changed_by_master(&self, opponent: u32, changed: &mut [bool]) {
+        let turned = rotate(opponent);
+        let q = changed.len();
+        debug_assert_eq!(opponent.count_ones() as usize, q);
+        let first = side_key(turned, turned.trailing_zeros() as u8);
+        for (b, changed) in changed.iter_mut().enumerate() {
+            *changed = self.last[first + q - 1 - b].load(Ordering::Relaxed);
+        }
     }
 }
 
@@ -60,5 +77,41 @@ impl GroupFlags {
     pub fn end_step(&mut self) {
         std::mem::swap(&mut self.now, &mut self.last);
         self.now.fill(false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::Layout;
+
+    /// The per-board answer agrees with asking layout by layout.
+    #[test]
+    fn successors_changed_by_master_agrees_with_each_layout() {
+        let mut flags = SideFlags::new(3);
+        // Mark some sides changed, then make that the last step's.
+        let marked = [(0b111u32 << 3, 3u8), (0b1_0000_0000_0000_0000_0101, 2), (1 << 24 | 1 << 12 | 1, 12)];
+        for (board, master) in marked {
+            flags.mark_changed(&Layout { mover: board, opponent: 0, mover_master: master, opponent_master: 0 });
+        }
+        flags.end_step();
+        let mut seen_true = 0;
+        for opponent in [0b111u32 << 19, 0b1_0100_0000_0000_0000_0000_0000 >> 1, 1 | 1 << 12 | 1 << 24, 0b10101 << 5] {
+            let opponent = opponent & ((1 << 25) - 1);
+            if opponent.count_ones() != 3 {
+                continue;
+            }
+            let mut changed = [false; 3];
+            flags.successors_changed_by_master(opponent, &mut changed);
+            let mut rest = opponent;
+            for changed in changed {
+                let master = rest.trailing_zeros() as u8;
+                rest &= rest - 1;
+                let layout = Layout { mover: 0, opponent, mover_master: 0, opponent_master: master };
+                assert_eq!(changed, flags.successors_changed(&layout));
+                seen_true += changed as usize;
+            }
+        }
+        assert!(seen_true > 0, "some of the boards turn onto a marked side");
     }
 }

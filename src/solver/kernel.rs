@@ -943,9 +943,7 @@ fn undecided_layouts(won: &[u32], lost: &[u32], first: usize, count: usize) -> O
 fn looked_at(input: &StepInput, place: &Placement, q: usize) -> [bool; MAX_PIECES_PER_SIDE] {
     let mut look = [true; MAX_PIECES_PER_SIDE];
     if input.may_skip {
-        for (b, look) in look[..q].iter_mut().enumerate() {
-            *look = input.target_sides.successors_changed(&place.layout(0, b));
-        }
+        input.target_sides.successors_changed_by_master(place.opponent, &mut look[..q]);
     }
     look
 }
