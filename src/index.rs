@@ -319,16 +319,20 @@ impl Group {
             rest /= self.row_radices[row] as u64;
         }
         let (mut mover, mut opponent) = self.placement(start.min(end));
+        // Each row's patterns, looked up once for the group's counts.
+        let patterns: [&[u16; MAX_ROW_RADIX]; ROWS] = std::array::from_fn(|row| {
+            &ROW_PATTERNS[self.mover_counts[row] as usize][self.opponent_counts[row] as usize]
+        });
         (start..end).map(move |_| {
             let current = (mover, opponent);
             for row in DIGIT_ORDER {
-                let old = self.row_patterns(row, digits[row]);
+                let old = unpack_patterns(patterns[row][digits[row] as usize]);
                 digits[row] += 1;
                 let carry = digits[row] == self.row_radices[row];
                 if carry {
                     digits[row] = 0;
                 }
-                let new = self.row_patterns(row, digits[row]);
+                let new = unpack_patterns(patterns[row][digits[row] as usize]);
                 mover ^= (old.0 ^ new.0) << (5 * row);
                 opponent ^= (old.1 ^ new.1) << (5 * row);
                 if !carry {
@@ -342,10 +346,16 @@ impl Group {
     /// (mover, opponent) patterns of one row for a digit.
     #[inline(always)]
     fn row_patterns(&self, row: usize, digit: u8) -> (u32, u32) {
-        let packed =
-            ROW_PATTERNS[self.mover_counts[row] as usize][self.opponent_counts[row] as usize][digit as usize] as u32;
-        (packed & 31, packed >> 5)
+        unpack_patterns(
+            ROW_PATTERNS[self.mover_counts[row] as usize][self.opponent_counts[row] as usize][digit as usize],
+        )
     }
+}
+
+/// (mover, opponent) patterns of a row from their [`ROW_PATTERNS`] entry.
+#[inline(always)]
+fn unpack_patterns(packed: u16) -> (u32, u32) {
+    (packed as u32 & 31, packed as u32 >> 5)
 }
 
 /// The turned row digits of one placement's boards (see
