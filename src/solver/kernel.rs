@@ -33,8 +33,10 @@ pub struct MoveTable {
     reach: [u32; SQUARES],
     /// `card_reach[c][from]`: the squares card slot c moves a piece to.
     card_reach: [[u32; SQUARES]; CARDS_PER_GAME],
-    /// `targets[from][to]`: the cards of that move (none if no card has it).
-    targets: [[Target; SQUARES]; SQUARES],
+    /// The cards of each move (none if no card has it), by
+    /// [`MoveTable::target`]: a flat table of 32 x 32 so that a square
+    /// pair needs no bounds check.
+    targets: [Target; 1024],
     cards: CardTables,
     /// `after[k][c]`: card state after playing slot c from state k.
     after: [[u8; CARDS_PER_GAME]; CARD_STATES],
@@ -53,19 +55,19 @@ impl MoveTable {
     pub fn new(rules: &Rules) -> MoveTable {
         let mut reach = [0u32; SQUARES];
         let mut card_reach = [[0u32; SQUARES]; CARDS_PER_GAME];
-        let mut targets = [[Target::default(); SQUARES]; SQUARES];
+        let mut targets = [Target::default(); 1024];
         for (slot, card) in rules.cards.cards().iter().enumerate() {
             for &(dx, dy) in card.offsets {
                 for from in 0..SQUARES as u8 {
                     if let Some(to) = crate::rules::step(from, dx, dy) {
                         reach[from as usize] |= 1 << to;
                         card_reach[slot][from as usize] |= 1 << to;
-                        targets[from as usize][to as usize].cards |= 1 << slot;
+                        targets[target_index(from, to)].cards |= 1 << slot;
                     }
                 }
             }
         }
-        for target in targets.iter_mut().flatten() {
+        for target in targets.iter_mut() {
             target.successor_states = group_mask(target.cards);
         }
         let mut after = [[u8::MAX; CARDS_PER_GAME]; CARD_STATES];
@@ -75,6 +77,12 @@ impl MoveTable {
             }
         }
         MoveTable { reach, card_reach, targets, cards: CardTables::new(), after }
+    }
+
+    /// The cards that move a piece from `from` to `to`.
+    #[inline(always)]
+    fn target(&self, from: u8, to: u8) -> &Target {
+        &self.targets[target_index(from, to)]
     }
 
     /// Card slots that move the piece on `from` to a square `own` leaves
@@ -99,6 +107,13 @@ impl MoveTable {
         }
         out
     }
+}
+
+/// Where [`MoveTable::target`] keeps a square pair (squares are below 32).
+#[inline(always)]
+fn target_index(from: u8, to: u8) -> usize {
+    debug_assert!((from as usize) < SQUARES && (to as usize) < SQUARES);
+    ((from as usize) << 5 | to as usize) & 1023
 }
 
 /// Successor-state bits of a move with any of `cards`: their groups.
@@ -328,7 +343,7 @@ pub(super) fn fold_captures(moves: &MoveTable, unit: Unit, captured: &Landing<u8
                 let base = captured.index.turned_boards_part(group, moved, left) as usize;
                 let block = &segment[base * CARD_STATES..(base + block_layouts) * CARD_STATES];
                 let m = BoardMove { from, to, successor_states: 0, moved, block, crossing: true };
-                list[count] = (m, left, moves.targets[from as usize][to as usize].cards);
+                list[count] = (m, left, moves.target(from, to).cards);
                 count += 1;
             }
         }
@@ -545,7 +560,7 @@ impl<'a, T> BoardMove<'a, T> {
     #[inline(always)]
     fn new(moves: &MoveTable, mover: u32, m: &ListedMove, block: &'a [T]) -> BoardMove<'a, T> {
         let (from, to) = (m.from, m.to);
-        let successor_states = moves.targets[from as usize][to as usize].successor_states;
+        let successor_states = moves.target(from, to).successor_states;
         BoardMove { from, to, successor_states, moved: mover ^ (1 << from) ^ (1 << to), block, crossing: m.crossing }
     }
 }
@@ -1102,7 +1117,7 @@ mod tests {
                 } else {
                     MoveKind::Quiet
                 };
-                if !visit(from, to, &moves.targets[from as usize][to as usize], kind) {
+                if !visit(from, to, moves.target(from, to), kind) {
                     return cards_with_moves;
                 }
             }
