@@ -419,6 +419,10 @@ impl MaterialIndex {
                     placements *= radix as u64;
                 }
                 let layouts = placements * (p * q) as u64;
+                // The solver keeps a layout's number within its group in 32
+                // bits (`ListedMove::base`); the largest group, 5v5 with a
+                // piece per row each, has 5^5 * 4^5 * 25 = 80 M layouts.
+                assert!(layouts <= u32::MAX as u64, "a group's layouts fit 32 bits");
                 let key = count_vectors.id_of_packed[mover_packed] as usize * COUNT_VECTORS
                     + count_vectors.id_of_packed[opp_packed] as usize;
                 group_of[key] = groups.len() as u32;
