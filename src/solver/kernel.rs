@@ -239,8 +239,6 @@ pub(super) fn set_values(values: &mut [u8], states: u32, byte: u8) {
 #[derive(Clone, Copy)]
 pub(super) struct Unit<'a> {
     pub group: &'a Group,
-    /// The group's number in its material's index.
-    pub group_number: usize,
     pub p: usize,
     pub q: usize,
     pub start: u64,
@@ -404,14 +402,16 @@ pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, own: Init
         // Per card slot, the squares some mover piece moves to (own ones
         // included: the opponent's master never stands on those).
         let mut attacked = [0u32; CARDS_PER_GAME];
-        let mut cards_with_moves = 0u8;
         for &from in &place.mover_squares[..p] {
-            cards_with_moves |= moves.cards_moving(from, mover);
             for (attacked, reach) in attacked.iter_mut().zip(&moves.card_reach) {
                 *attacked |= reach[from as usize];
             }
         }
+        let cards_with_moves =
+            attacked.iter().enumerate().fold(0u8, |cards, (c, &to)| cards | ((to & !mover != 0) as u8) << c);
         let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
+        // The master reaches the temple only if no own piece stands there.
+        let temple = (1u32 << MOVER_TARGET) & !mover;
         for j in 0..p * q {
             let (n, layout) = (i * p * q + j, place.layout(j / q, j % q));
             let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
@@ -426,7 +426,6 @@ pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, own: Init
                 continue;
             }
             // Taking the master, or the master reaching the temple, wins.
-            let temple = (1u32 << MOVER_TARGET) & !mover;
             let mut win_cards = 0u8;
             for (c, attacked) in attacked.iter().enumerate() {
                 let takes_master = attacked >> layout.opponent_master & 1 != 0;
@@ -869,14 +868,20 @@ enum Listing<'a> {
     Kept(KeptMoves<'a>),
 }
 
-/// How the step gets the moves of the unit's placement `i`.
+/// How the step gets the moves of placement `placement` of the material
+/// (in index order, all groups).
 #[inline(always)]
-fn listing<'a>(input: &StepInput<'a>, unit: &Unit, i: usize, needed: bool) -> Listing<'a> {
+fn listing<'a>(input: &StepInput<'a>, placement: usize, needed: bool) -> Listing<'a> {
     match input.kept {
         _ if !needed => Listing::Unneeded,
-        Some(lists) => Listing::Kept(lists.placement(unit.group_number, unit.start as usize + i)),
+        Some(lists) => Listing::Kept(lists.placement(placement)),
         None => Listing::Now,
     }
+}
+
+/// The material's number of the unit's first placement (in index order).
+fn first_placement(unit: &Unit) -> usize {
+    (unit.group.first_layout / (unit.p * unit.q) as u64 + unit.start) as usize
 }
 
 /// Odd step: states that can move into a loss in `depth - 1` plies win in
@@ -887,13 +892,14 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
     let mut report = UnitReport::default();
     let (p, q) = (unit.p, unit.q);
     let mut placement_moves = PlacementMoves::new();
+    let first_placement = first_placement(&unit);
     for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
         let first = i * p * q;
         let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
         let place = Placement::new(mover, opponent);
         let look = looked_at(input, &place, q);
         let needed = (0..p * q).any(|j| undecided[j] != 0 && look[j % q]);
-        let listing = listing(input, &unit, i, needed);
+        let listing = listing(input, first_placement + i, needed);
         let (reach, no_move) =
             placement_moves.fold(moves, landing, &place, listing, 0, |reach, word, states| reach | (word & states));
         for (j, &undecided) in undecided[..p * q].iter().enumerate() {
@@ -984,6 +990,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
     let mut report = UnitReport::default();
     let (p, q) = (unit.p, unit.q);
     let mut placement_moves = PlacementMoves::new();
+    let first_placement = first_placement(&unit);
     for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
         let first = i * p * q;
         let fresh = &mut own.fresh[first..first + p * q];
@@ -995,7 +1002,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         let place = Placement::new(mover, opponent);
         let look = looked_at(input, &place, q);
         let needed = (0..p * q).any(|j| undecided[j] != 0 && look[j % q]);
-        let listing = listing(input, &unit, i, needed);
+        let listing = listing(input, first_placement + i, needed);
         let (all_won, no_move) =
             placement_moves.fold(moves, landing, &place, listing, ALL_CARD_STATES, |all_won, word, states| {
                 all_won & (word | !states)
@@ -1090,22 +1097,14 @@ mod tests {
         Quiet,
     }
 
-    /// Calls `visit(from, to, cards, kind)` for every legal piece move of the
-    /// layout (one move at a time: the plain way the kernels' listings are
-    /// checked against), grouped by (from, to) with the bit set of card slots that
-    /// allow it, until `visit` returns false. Returns the bit set of card
-    /// slots with at least one move (complete only if no visit stopped it).
-    fn for_each_move(
-        moves: &MoveTable,
-        layout: &Layout,
-        mut visit: impl FnMut(u8, u8, &Target, MoveKind) -> bool,
-    ) -> u8 {
-        let mut cards_with_moves = 0u8;
+    /// Calls `visit(from, to, kind)` for every legal piece move of the
+    /// layout, one (from, to) at a time: the plain way the kernels'
+    /// listings are checked against.
+    fn for_each_move(moves: &MoveTable, layout: &Layout, mut visit: impl FnMut(u8, u8, MoveKind)) {
         let mut pieces = layout.mover;
         while pieces != 0 {
             let from = pieces.trailing_zeros() as u8;
             pieces &= pieces - 1;
-            cards_with_moves |= moves.cards_moving(from, layout.mover);
             let mut open = moves.reach[from as usize] & !layout.mover;
             while open != 0 {
                 let to = open.trailing_zeros() as u8;
@@ -1117,12 +1116,9 @@ mod tests {
                 } else {
                     MoveKind::Quiet
                 };
-                if !visit(from, to, moves.target(from, to), kind) {
-                    return cards_with_moves;
-                }
+                visit(from, to, kind);
             }
         }
-        cards_with_moves
     }
 
     #[test]
@@ -1177,7 +1173,7 @@ mod tests {
                     if masters_end_game(layout.mover_master, layout.opponent_master) {
                         continue;
                     }
-                    for_each_move(&moves, &layout, |from, to, _, kind| {
+                    for_each_move(&moves, &layout, |from, to, kind| {
                         let wanted = if capture { MoveKind::Capture } else { MoveKind::Quiet };
                         if kind == wanted {
                             let captured_bit = if capture { 1 << to } else { 0 };
@@ -1187,7 +1183,6 @@ mod tests {
                             assert_eq!(number as u64 + group.first_layout, target.rank(&next));
                             checked += 1;
                         }
-                        true
                     });
                 }
             }

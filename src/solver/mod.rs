@@ -53,7 +53,7 @@ use disk::{AlignedBuf, DiskError, DiskIo, LaneFile, lane_path};
 use flags::{GroupFlags, SideFlags};
 use kernel::{EventDepths, Landing, MoveTable, ROWS, StepInput, StepValues, Unit, UnitReport};
 use lanes::{Lane, LaneLayout, ResidentLanes, SEGMENT_ALIGN_BYTES, SegmentMap, Span, carve_mut};
-use move_lists::MoveLists;
+use move_lists::{CountedMoves, MoveLists};
 use rayon::prelude::*;
 use schedule::MoverSlices;
 use std::collections::{BTreeMap, BTreeSet};
@@ -445,7 +445,7 @@ fn run_fold(
     units.par_iter().zip(values).for_each(|(&(g, start, end), values)| {
         let group = &index.groups()[g];
         let landing = Landing::new(group, captured, true, rows, |g| region.segment(g));
-        kernel::fold_captures(moves, Unit { group, group_number: g, p, q, start, end }, &landing, rows, values);
+        kernel::fold_captures(moves, Unit { group, p, q, start, end }, &landing, rows, values);
     });
 }
 
@@ -464,7 +464,7 @@ fn run_init(rules: &Rules, moves: &MoveTable, index: &MaterialIndex, units: &[Un
         .map(|(&(g, start, end), ((((won, lost), fresh), capture), values))| {
             let group = &index.groups()[g];
             let own = kernel::InitLanes { won, lost, fresh, capture, values };
-            kernel::initialize(rules, moves, Unit { group, group_number: g, p, q, start, end }, own)
+            kernel::initialize(rules, moves, Unit { group, p, q, start, end }, own)
         })
         .collect()
 }
@@ -529,7 +529,7 @@ fn run_step(
                     capture_due: due(g),
                 };
                 let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
-                kernel::win_step(input, Unit { group, group_number: g, p, q, start, end }, &landing, own)
+                kernel::win_step(input, Unit { group, p, q, start, end }, &landing, own)
             })
             .collect()
     } else {
@@ -557,7 +557,7 @@ fn run_step(
                     capture_due: due(g),
                 };
                 let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
-                kernel::loss_step(input, Unit { group, group_number: g, p, q, start, end }, &landing, own)
+                kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own)
             })
             .collect()
     }
@@ -1379,21 +1379,21 @@ pub fn solve_with(
 /// steps, if the lists fit in `spare_bytes` (None: no budget). Without them
 /// the steps list the moves at every visit: slower, the same table.
 fn keep_move_lists(moves: &MoveTable, works: &mut [Work], spare_bytes: Option<u64>) {
-    let mut need = 0u64;
-    for work in works.iter() {
-        match MoveLists::bytes(moves, &work.index) {
-            Some(bytes) => need += bytes,
-            None => return,
-        }
-    }
+    let Some(counted) = works.iter().map(|work| CountedMoves::new(moves, &work.index)).collect::<Option<Vec<_>>>()
+    else {
+        return;
+    };
+    let need: u64 = counted.iter().map(CountedMoves::list_bytes).sum();
     if spare_bytes.is_some_and(|spare| spare < need) {
         return;
     }
-    let lists: Vec<MoveLists> = (0..works.len())
-        .map(|k| {
+    let lists: Vec<MoveLists> = counted
+        .into_iter()
+        .enumerate()
+        .map(|(k, counted)| {
             // Quiet moves land in the mirror (in itself if symmetric).
             let target = &works[works.len() - 1 - k].index;
-            MoveLists::new(moves, &works[k].index, target)
+            MoveLists::new(moves, &works[k].index, target, counted)
         })
         .collect();
     for (work, lists) in works.iter_mut().zip(lists) {

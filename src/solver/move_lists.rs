@@ -23,49 +23,29 @@ const _: () = assert!(std::mem::size_of::<ListedMove>() == 8);
 /// Every placement's quiet board moves, for one material whose quiet moves
 /// land in `target` (its mirror).
 pub(super) struct MoveLists {
-    /// Per placement in index order, where its moves start in `moves`; then
-    /// the total.
+    /// Per placement of the material in index order, where its moves start
+    /// in `moves`; then the total.
     first: Vec<u32>,
     moves: Vec<ListedMove>,
     /// Per placement, the card slots with any move at all.
     cards_with_moves: Vec<u8>,
-    /// Placements before each group's first, by group number.
-    group_first: Vec<usize>,
 }
 
-impl MoveLists {
-    /// Bytes the lists of `index` take, or None if they are too many for
-    /// 32-bit positions (no table up to 8 men comes near).
-    pub fn bytes(moves: &MoveTable, index: &MaterialIndex) -> Option<u64> {
-        let count: u64 = index
-            .groups()
-            .par_iter()
-            .map(|group| {
-                group
-                    .placements(0, placements(index, group))
-                    .map(|(m, o)| kernel::count_quiet_moves(moves, m, o) as u64)
-                    .sum::<u64>()
-            })
-            .sum();
-        u32::try_from(count).ok()?;
-        let placements = index.layouts() / per_placement(index);
-        let per_move = std::mem::size_of::<ListedMove>() as u64;
-        Some(count * per_move + placements * (4 + 1) + 4)
-    }
+/// A material's moves counted, placement by placement: what its lists
+/// would cost, before deciding to build them.
+pub(super) struct CountedMoves {
+    /// As [`MoveLists::first`].
+    first: Vec<u32>,
+}
 
-    /// Lists every placement's quiet moves into `target`.
-    pub fn new(moves: &MoveTable, index: &MaterialIndex, target: &MaterialIndex) -> MoveLists {
-        let groups = index.groups();
-        let mut group_first = Vec::with_capacity(groups.len() + 1);
-        let mut total = 0usize;
-        for group in groups {
-            group_first.push(total);
-            total += placements(index, group) as usize;
-        }
-        group_first.push(total);
-        // Counts first, so that the moves can be written in place in parallel.
+impl CountedMoves {
+    /// Counts every placement's quiet moves, or None if they are too many
+    /// for 32-bit positions (no table up to 8 men comes near).
+    pub fn new(moves: &MoveTable, index: &MaterialIndex) -> Option<CountedMoves> {
+        let group_first = group_first(index);
+        let total = *group_first.last().expect("one entry per group and the end");
         let mut first = vec![0u32; total + 1];
-        let mut cards_with_moves = vec![0u8; total];
+        let groups = index.groups();
         carve_mut(&mut first[..total], parts(&group_first)).into_par_iter().zip(groups).for_each(|(counts, group)| {
             for (count, (m, o)) in counts.iter_mut().zip(group.placements(0, placements(index, group))) {
                 *count = kernel::count_quiet_moves(moves, m, o) as u32;
@@ -75,13 +55,32 @@ impl MoveLists {
         for slot in first.iter_mut() {
             let count = *slot;
             *slot = at;
-            at = at.checked_add(count).expect("MoveLists::bytes said the moves fit 32-bit positions");
+            at = at.checked_add(count)?;
         }
-        let mut listed = vec![ListedMove::default(); at as usize];
+        Some(CountedMoves { first })
+    }
+
+    /// Bytes the lists take once built.
+    pub fn list_bytes(&self) -> u64 {
+        let placements = (self.first.len() - 1) as u64;
+        let moves = *self.first.last().expect("the total") as u64;
+        moves * std::mem::size_of::<ListedMove>() as u64 + placements * (4 + 1) + 4
+    }
+}
+
+impl MoveLists {
+    /// Lists every placement's quiet moves into `target`, where `counted`
+    /// (of `index`) says they go.
+    pub fn new(moves: &MoveTable, index: &MaterialIndex, target: &MaterialIndex, counted: CountedMoves) -> MoveLists {
+        let CountedMoves { first } = counted;
+        let group_first = group_first(index);
+        let total = group_first.last().copied().expect("one entry per group and the end");
+        let mut listed = vec![ListedMove::default(); first[total] as usize];
+        let mut cards_with_moves = vec![0u8; total];
         let move_starts: Vec<usize> = group_first.iter().map(|&p| first[p] as usize).collect();
         let listed_parts = carve_mut(&mut listed, parts(&move_starts));
         let cards_parts = carve_mut(&mut cards_with_moves, parts(&group_first));
-        listed_parts.into_par_iter().zip(cards_parts).zip(groups).for_each(|((out, cards), group)| {
+        listed_parts.into_par_iter().zip(cards_parts).zip(index.groups()).for_each(|((out, cards), group)| {
             let landing: Landing<u32> = Landing::new(group, target, false, 0x1f, |_| &[][..]);
             let mut n = 0;
             for (cards, (m, o)) in cards.iter_mut().zip(group.placements(0, placements(index, group))) {
@@ -92,17 +91,24 @@ impl MoveLists {
             }
             assert_eq!(n, out.len(), "counting and listing a group's moves agree");
         });
-        MoveLists { first, moves: listed, cards_with_moves, group_first }
+        MoveLists { first, moves: listed, cards_with_moves }
     }
 
-    /// The kept moves of placement `placement` of group `g`.
+    /// The kept moves of the material's placement `placement` (in index
+    /// order, all groups).
     #[inline(always)]
-    pub fn placement(&self, g: usize, placement: usize) -> KeptMoves<'_> {
-        let p = self.group_first[g] + placement;
-        debug_assert!(p < self.group_first[g + 1]);
-        let moves = &self.moves[self.first[p] as usize..self.first[p + 1] as usize];
-        KeptMoves { moves, cards_with_moves: self.cards_with_moves[p] }
+    pub fn placement(&self, placement: usize) -> KeptMoves<'_> {
+        let moves = &self.moves[self.first[placement] as usize..self.first[placement + 1] as usize];
+        KeptMoves { moves, cards_with_moves: self.cards_with_moves[placement] }
     }
+}
+
+/// Placements before each group's first, by group number, then the total.
+fn group_first(index: &MaterialIndex) -> Vec<usize> {
+    let groups = index.groups();
+    let mut starts: Vec<usize> = groups.iter().map(|g| (g.first_layout / per_placement(index)) as usize).collect();
+    starts.push((index.layouts() / per_placement(index)) as usize);
+    starts
 }
 
 fn per_placement(index: &MaterialIndex) -> u64 {
@@ -134,13 +140,15 @@ mod tests {
         {
             let moves = MoveTable::new(&Rules { cards, no_move: NoMoveRule::Pass });
             let (index, target) = (MaterialIndex::new(Material::new(2, 3)), MaterialIndex::new(Material::new(3, 2)));
-            let lists = MoveLists::new(&moves, &index, &target);
-            let bytes = MoveLists::bytes(&moves, &index).unwrap();
+            let counted = CountedMoves::new(&moves, &index).unwrap();
+            let bytes = counted.list_bytes();
+            let lists = MoveLists::new(&moves, &index, &target, counted);
             assert_eq!(bytes, lists.moves.len() as u64 * 8 + lists.cards_with_moves.len() as u64 * 5 + 4);
             let mut checked = 0;
-            for (g, group) in index.groups().iter().enumerate() {
+            for group in index.groups() {
+                let first = (group.first_layout / per_placement(&index)) as usize;
                 for (i, (mover, opponent)) in group.placements(0, placements(&index, group)).enumerate() {
-                    let kept = lists.placement(g, i);
+                    let kept = lists.placement(first + i);
                     let mut quiet = Vec::new();
                     for from in (0..25u8).filter(|s| mover & (1 << s) != 0) {
                         let reach = cards
