@@ -8,6 +8,7 @@
 //! step, so the result does not depend on the number of threads.
 
 use super::flags::SideFlags;
+use super::lanes::NO_EVENT;
 use super::move_lists::MoveLists;
 use crate::index::{Group, Layout, MaterialIndex, TurnedRows};
 use crate::rules::{
@@ -388,11 +389,13 @@ pub(super) struct InitLanes<'a> {
     pub fresh: &'a mut [u32],
     pub capture: &'a mut [u32],
     pub values: &'a mut [u8],
+    /// Resident: each layout's first capture event depth, to fill.
+    pub next_event: Option<&'a mut [u8]>,
 }
 
 /// Decides wins in one, no-move losses and game-over holes, after the
 /// captures are folded into the value bytes.
-pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, own: InitLanes) -> UnitReport {
+pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, mut own: InitLanes) -> UnitReport {
     let win1 = Value::Win(1).to_byte();
     let loss0 = Value::Loss(0).to_byte();
     let mut report = UnitReport::default();
@@ -423,6 +426,9 @@ pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, own: Init
                 own.fresh[n] = 0;
                 own.capture[n] = 0;
                 values.fill(NO_VALUE);
+                if let Some(next_event) = own.next_event.as_deref_mut() {
+                    next_event[n] = NO_EVENT;
+                }
                 continue;
             }
             // Taking the master, or the master reaching the temple, wins.
@@ -441,13 +447,17 @@ pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, own: Init
             // falls due.
             let with_value = values.iter().enumerate().fold(0u32, |set, (k, &v)| set | ((v != NO_VALUE) as u32) << k);
             let capture = with_value & !(win_now | lost_now);
-            let mut rest = capture;
+            let (mut rest, mut first_event) = (capture, NO_EVENT);
             while rest != 0 {
                 let k = rest.trailing_zeros() as usize;
                 rest &= rest - 1;
                 if let Some(plies) = Value::from_byte(values[k]).and_then(Value::plies) {
                     report.events.insert(plies);
+                    first_event = first_event.min(plies as u8);
                 }
+            }
+            if let Some(next_event) = own.next_event.as_deref_mut() {
+                next_event[n] = first_event;
             }
             set_values(values, win_now, win1);
             set_values(values, lost_now, loss0);
@@ -463,8 +473,11 @@ pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, own: Init
 /// A unit's value bytes during a step.
 pub(super) enum StepValues<'a> {
     /// Resident lanes: capture values are read from the bytes, and a
-    /// decided state's byte is written as it is decided.
-    Written(&'a mut [u8]),
+    /// decided state's byte is written as it is decided. A layout's bytes
+    /// are read only at its `next_event` depth (see
+    /// [`ResidentLanes::next_event`](super::lanes::ResidentLanes)), which
+    /// each read moves on.
+    Written { values: &'a mut [u8], next_event: &'a mut [u8] },
     /// Streamed lanes: bytes are neither read nor written during steps.
     /// The caller logs the states decided (see `decision_log`) and, if a
     /// capture event of the unit's group falls due at this depth, gives
@@ -475,21 +488,34 @@ pub(super) enum StepValues<'a> {
 
 impl StepValues<'_> {
     /// Those of `candidates` (undecided states of layout `n` with a capture
-    /// value) whose capture value falls due at this depth: the value byte
+    /// value) whose capture value falls due at `depth`: the value byte
     /// satisfies `due_now` (resident), or the schedule says so (streamed).
-    /// Only asked when a capture event of the group is due.
+    /// Only asked when a capture event of the group is due. The candidates
+    /// not due must be all the layout's states still waiting for a capture
+    /// event after the step (resident: the next event is found among them).
     #[inline(always)]
-    fn due(&self, n: usize, candidates: u32, due_now: impl Fn(u8) -> bool) -> u32 {
+    fn due(&mut self, n: usize, candidates: u32, depth: u16, due_now: impl Fn(u8) -> bool) -> u32 {
         match self {
-            StepValues::Written(values) => {
-                let (mut rest, mut due) = (candidates, 0);
+            StepValues::Written { values, next_event } => {
+                if u16::from(next_event[n]) > depth {
+                    return 0;
+                }
+                let (mut rest, mut due, mut next) = (candidates, 0, NO_EVENT);
                 while rest != 0 {
                     let k = rest.trailing_zeros() as usize;
                     rest &= rest - 1;
-                    if due_now(values[n * CARD_STATES + k]) {
+                    let byte = values[n * CARD_STATES + k];
+                    if due_now(byte) {
                         due |= 1 << k;
+                    } else if let Some(plies) = Value::from_byte(byte).and_then(Value::plies) {
+                        // Events of earlier depths were met when due (the
+                        // group is visited at each), so only later ones wait.
+                        if plies > depth {
+                            next = next.min(plies as u8);
+                        }
                     }
                 }
+                next_event[n] = next;
                 due
             }
             StepValues::Logged(Some(due)) => candidates & due[n],
@@ -500,7 +526,7 @@ impl StepValues<'_> {
     /// Records that `states` of layout `n` are decided with value `byte`.
     #[inline(always)]
     fn decide(&mut self, n: usize, states: u32, byte: u8) {
-        if let StepValues::Written(values) = self {
+        if let StepValues::Written { values, .. } = self {
             set_values(&mut values[n * CARD_STATES..(n + 1) * CARD_STATES], states, byte);
         }
     }
@@ -919,7 +945,7 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
             }
             // A capture win can be due only where the group has an event now.
             if own.capture_due {
-                wins |= own.values.due(n, undecided & own.capture[n] & !wins, |byte| byte == win_byte);
+                wins |= own.values.due(n, undecided & own.capture[n] & !wins, depth, |byte| byte == win_byte);
             }
             wins &= undecided;
             if let Some(newly_won) = own.newly_won.as_deref_mut() {
@@ -1017,7 +1043,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
                 // back: losing in `depth` is as long. (Each such capture is
                 // due at its own depth, when its group is visited, so
                 // `<=` and the schedule's `==` clear the same bits.)
-                let expired = own.values.due(n, undecided & own.capture[n], |byte| byte <= loss_byte);
+                let expired = own.values.due(n, undecided & own.capture[n], depth, |byte| byte <= loss_byte);
                 if expired != 0 {
                     own.capture[n] &= !expired;
                     report.modified = true;
@@ -1134,6 +1160,39 @@ mod tests {
         let mut other = EventDepths::default();
         other.insert(7);
         assert!(events.union(other).contains(7) && events.union(other).contains(200));
+    }
+
+    /// Resident capture values are read only at a layout's next event
+    /// depth, and each read finds the next one among the states still
+    /// waiting.
+    #[test]
+    fn resident_capture_values_are_read_at_their_next_event() {
+        // Layout 1 waits on a capture win in 5 (state 0), a capture loss in
+        // 4 (state 3), a draw (state 7); layout 0 has nothing to wait for.
+        let mut values = vec![NO_VALUE; 2 * CARD_STATES];
+        let layout = &mut values[CARD_STATES..];
+        (layout[0], layout[3], layout[7]) = (Value::Win(5).to_byte(), Value::Loss(4).to_byte(), DRAW);
+        let mut next_event = vec![NO_EVENT, 4];
+        let mut step = StepValues::Written { values: &mut values, next_event: &mut next_event };
+        let waiting = 1 | 1 << 3 | 1 << 7;
+        let win_due = |depth: u16| move |byte: u8| byte == Value::Win(depth).to_byte();
+        let loss_due = |depth: u16| move |byte: u8| byte <= Value::Loss(depth).to_byte();
+        let next = |step: &StepValues| match step {
+            StepValues::Written { next_event, .. } => next_event[1],
+            StepValues::Logged(_) => unreachable!(),
+        };
+        assert_eq!(step.due(0, waiting, 3, win_due(3)), 0);
+        assert_eq!(step.due(1, waiting, 3, win_due(3)), 0, "nothing before depth 4");
+        assert_eq!(next(&step), 4);
+        assert_eq!(step.due(1, waiting, 4, loss_due(4)), 1 << 3, "the capture loss expires at 4");
+        assert_eq!(next(&step), 5);
+        assert_eq!(step.due(1, waiting & !(1 << 3), 5, win_due(5)), 1, "the capture win falls due at 5");
+        assert_eq!(next(&step), NO_EVENT, "a draw never falls due");
+        assert_eq!(step.due(1, 1 << 7, 7, win_due(7)), 0);
+        // The bytes are not read before the layout's next event.
+        let mut next_event = vec![NO_EVENT, 6];
+        let mut step = StepValues::Written { values: &mut values, next_event: &mut next_event };
+        assert_eq!(step.due(1, waiting, 4, loss_due(4)), 0);
     }
 
     #[test]

@@ -154,7 +154,15 @@ pub struct ResidentLanes {
     pub capture: Vec<u32>,
     pub held: Vec<u32>,
     pub values: Vec<u8>,
+    /// Per layout (indexed like the planes), the depth at which the next
+    /// capture value of its undecided states falls due, [`NO_EVENT`] if
+    /// none: a step reads a layout's value bytes only at that depth.
+    pub next_event: Vec<u8>,
 }
+
+/// [`ResidentLanes::next_event`] of a layout none of whose undecided
+/// states has a win or loss by capture to come (depths stop at 253 plies).
+pub const NO_EVENT: u8 = u8::MAX;
 
 impl ResidentLanes {
     pub fn new(planes: &LaneLayout, values: &LaneLayout) -> ResidentLanes {
@@ -166,7 +174,14 @@ impl ResidentLanes {
             capture: plane(),
             held: plane(),
             values: zeroed(values.total_bytes() as usize),
+            next_event: zeroed((planes.total_bytes() / 4) as usize),
         }
+    }
+
+    /// Bytes of a material's resident lanes: the five planes, the values
+    /// and `next_event`.
+    pub fn bytes(planes: &LaneLayout, values: &LaneLayout) -> u64 {
+        5 * planes.total_bytes() + values.total_bytes() + planes.total_bytes() / 4
     }
 
     /// The value lane; the planes are freed.

@@ -284,7 +284,7 @@ impl Work {
 
     /// Lane bytes of the material: what holding it resident costs.
     fn resident_bytes(index: &MaterialIndex) -> u64 {
-        5 * LaneLayout::new(index, 4).total_bytes() + LaneLayout::new(index, CARD_STATES as u64).total_bytes()
+        ResidentLanes::bytes(&LaneLayout::new(index, 4), &LaneLayout::new(index, CARD_STATES as u64))
     }
 }
 
@@ -428,6 +428,8 @@ struct Own<'a> {
     /// Streamed steps: per layout, the card states whose capture value
     /// falls due at the step's depth (filled for groups with an event due).
     due: &'a mut [u32],
+    /// Resident: [`ResidentLanes::next_event`] (empty when streamed).
+    next_event: &'a mut [u8],
 }
 
 /// Folds captures into rows `rows` into the value bytes of the units.
@@ -457,16 +459,29 @@ fn run_init(rules: &Rules, moves: &MoveTable, index: &MaterialIndex, units: &[Un
     let fresh = carve_mut(own.fresh, plane_ranges());
     let capture = carve_mut(own.capture, plane_ranges());
     let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, CARD_STATES)));
-    let slices: Vec<_> = won.into_iter().zip(lost).zip(fresh).zip(capture).zip(values).collect();
+    let next_event = next_event_slices(own.next_event, units.len(), plane_ranges());
+    let slices: Vec<_> = won.into_iter().zip(lost).zip(fresh).zip(capture).zip(values).zip(next_event).collect();
     units
         .par_iter()
         .zip(slices)
-        .map(|(&(g, start, end), ((((won, lost), fresh), capture), values))| {
+        .map(|(&(g, start, end), (((((won, lost), fresh), capture), values), next_event))| {
             let group = &index.groups()[g];
-            let own = kernel::InitLanes { won, lost, fresh, capture, values };
+            let own = kernel::InitLanes { won, lost, fresh, capture, values, next_event };
             kernel::initialize(rules, moves, Unit { group, p, q, start, end }, own)
         })
         .collect()
+}
+
+/// The units' parts of [`Own::next_event`], none if it is empty (streamed).
+fn next_event_slices(
+    next_event: &mut [u8],
+    units: usize,
+    plane_ranges: impl Iterator<Item = Range<usize>>,
+) -> Vec<Option<&mut [u8]>> {
+    if next_event.is_empty() {
+        return (0..units).map(|_| None).collect();
+    }
+    carve_mut(next_event, plane_ranges).into_iter().map(Some).collect()
 }
 
 /// How a step treats the value bytes of the units' groups.
@@ -502,6 +517,8 @@ fn run_step(
         ValueMode::Logged { .. } => plane_ranges().map(|r| &own.due[r]).collect(),
         ValueMode::Written => units.iter().map(|_| &[][..]).collect(),
     };
+    let values: Vec<_> =
+        values.into_iter().zip(next_event_slices(own.next_event, units.len(), plane_ranges())).collect();
     if input.depth_plies % 2 == 1 {
         let won = carve_mut(own.won, plane_ranges());
         let (lost, capture) = (&*own.lost, &*own.capture);
@@ -563,10 +580,18 @@ fn run_step(
     }
 }
 
-/// A unit of group `g`'s value bytes in a step.
-fn step_values<'v>(mode: ValueMode, g: usize, values: &'v mut [u8], due_states: &'v [u32]) -> StepValues<'v> {
+/// A unit of group `g`'s value bytes (and, resident, next event depths) in
+/// a step.
+fn step_values<'v>(
+    mode: ValueMode,
+    g: usize,
+    (values, next_event): (&'v mut [u8], Option<&'v mut [u8]>),
+    due_states: &'v [u32],
+) -> StepValues<'v> {
     match mode {
-        ValueMode::Written => StepValues::Written(values),
+        ValueMode::Written => {
+            StepValues::Written { values, next_event: next_event.expect("resident lanes have next_event") }
+        }
         ValueMode::Logged { due } => StepValues::Logged(due(g).then_some(due_states)),
     }
 }
@@ -668,6 +693,7 @@ fn own_resident<'a>(lanes: &'a mut ResidentLanes, pm: &'a dyn SegmentMap, vm: &'
         held: &mut lanes.held,
         values: &mut lanes.values,
         due: &mut [],
+        next_event: &mut lanes.next_event,
     }
 }
 

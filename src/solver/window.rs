@@ -301,6 +301,7 @@ impl OwnBuffers {
             held: held.words_mut(),
             values: self.values.bytes_mut(),
             due: self.due.words_mut(),
+            next_event: &mut [],
         }
     }
 }
