@@ -555,6 +555,16 @@ impl Eta {
         }
     }
 
+    /// The tail of a progress line: the time left, or when there will be
+    /// an estimate.
+    fn text(&self) -> String {
+        match (self.left_secs(), self.current) {
+            (Some(secs), _) => format!(", ETA ~{}", elapsed(Duration::from_secs_f64(secs))),
+            (None, Some((_, _, true))) => ", ETA once this pair is done (the first streamed one)".to_string(),
+            (None, _) => String::new(),
+        }
+    }
+
     /// Seconds left, if there is a rate to go by.
     fn left_secs(&self) -> Option<f64> {
         let (start, layouts, streamed) = self.current?;
@@ -589,10 +599,7 @@ impl Reporter {
         } else {
             String::new()
         };
-        let eta = self
-            .eta()
-            .left_secs()
-            .map_or(String::new(), |secs| format!(", ETA ~{}", elapsed(Duration::from_secs_f64(secs))));
+        let eta = self.eta().text();
         format!("{io_text}{eta}")
     }
 
@@ -748,9 +755,11 @@ mod tests {
         eta.rate = [Some(1e-6), None];
         eta.pair_started(100_000, true);
         assert_eq!(eta.left_secs(), None, "no streamed pair finished yet");
+        assert!(eta.text().contains("once this pair is done"), "{}", eta.text());
         eta.rate[1] = Some(1e-5);
         let left = eta.left_secs().unwrap();
         assert!((8.0..=10.0).contains(&left), "{left}");
+        assert!(eta.text().starts_with(", ETA ~"), "{}", eta.text());
     }
 
     #[test]
