@@ -753,9 +753,15 @@ fn initialize(
                 let (planes, values) = (pm.elements(g), vm.elements(g));
                 let capture = &owns[0].plane(Lane::Capture)[planes];
                 let values = &owns[0].values()[values];
-                let depth_of =
-                    |n: usize, k: usize| Value::from_byte(values[n * CARD_STATES + k]).and_then(Value::plies);
-                capture_schedule::write_group(files.schedule_mut(), g, capture, depth_of, slices[0].bytes_mut())?;
+                let depth_of = |byte: u8| Value::from_byte(byte).and_then(Value::plies);
+                capture_schedule::write_group(
+                    files.schedule_mut(),
+                    g,
+                    capture,
+                    values,
+                    depth_of,
+                    slices[0].bytes_mut(),
+                )?;
             }
             total = UnitReport::merge(total, record(work, &units, &reports, false));
         }
