@@ -15,7 +15,7 @@ use onitb::notation::{self, Colour, Setup};
 use onitb::probe::MoveValue;
 use onitb::rules::{CardSet, MAX_PIECES_PER_SIDE, NoMoveRule, Outcome, Rules};
 use onitb::shard::{self, TableFiles};
-use onitb::solver::{self, IoTotals, Progress, SolveConfig};
+use onitb::solver::{self, IoTotals, PairPlan, Progress, SolveConfig};
 use onitb::store::{self, OutputDir, RawShardWriter, StoreError};
 use onitb::{Stats, Tablebase, Value, verify};
 use serde::Serialize;
@@ -529,49 +529,54 @@ struct Reporter {
 ///
 /// Time per layout is roughly the same across pairs solved the same way
 /// (0.95 to 1.1 µs in memory at 6 men), while streamed pairs are several
-/// times slower; so the rate is that of the last finished pair solved like
-/// the current one (in memory or streamed). No estimate before there is
-/// one: at 8 men an in-memory rate put the whole run at 20 minutes.
+/// times slower; so each pair left counts at the rate of the last finished
+/// pair solved like it (in memory or streamed: the solver's plan says which
+/// each will be). No estimate while a kind of pair still to come has no
+/// rate yet: at 8 men an in-memory rate put the whole run at 10 minutes.
 #[derive(Default)]
 struct Eta {
-    /// Layouts of the pairs left to solve when the run started.
-    total_layouts: u64,
-    done_layouts: u64,
-    /// Seconds per layout of the last finished pair, streamed or not.
+    /// Pairs not started yet, from the solver's plan.
+    left: Vec<PairPlan>,
+    /// Seconds per layout of the last finished pair, in memory or streamed.
     rate: [Option<f64>; 2],
     /// The pair in progress: when it started, its layouts, streamed?
     current: Option<(Instant, u64, bool)>,
 }
 
 impl Eta {
-    fn pair_started(&mut self, layouts: u64, streamed: bool) {
+    fn pair_started(&mut self, materials: [Material; 2], layouts: u64, streamed: bool) {
+        self.left.retain(|p| p.materials != materials);
         self.current = Some((Instant::now(), layouts, streamed));
     }
 
     fn pair_done(&mut self) {
         if let Some((start, layouts, streamed)) = self.current.take() {
             self.rate[streamed as usize] = Some(start.elapsed().as_secs_f64() / layouts.max(1) as f64);
-            self.done_layouts += layouts;
         }
     }
 
     /// The tail of a progress line: the time left, or when there will be
     /// an estimate.
     fn text(&self) -> String {
-        match (self.left_secs(), self.current) {
-            (Some(secs), _) => format!(", ETA ~{}", elapsed(Duration::from_secs_f64(secs))),
-            (None, Some((_, _, true))) => ", ETA once this pair is done (the first streamed one)".to_string(),
-            (None, _) => String::new(),
+        let streams = self.current.is_some_and(|c| c.2) || self.left.iter().any(|p| p.streamed);
+        match self.left_secs() {
+            Some(secs) => format!(", ETA ~{}", elapsed(Duration::from_secs_f64(secs))),
+            None if streams && self.rate[1].is_none() => ", ETA once the first streamed pair is done".to_string(),
+            None => String::new(),
         }
     }
 
-    /// Seconds left, if there is a rate to go by.
+    /// Seconds left, if there is a rate for the pair in progress and for
+    /// every kind of pair still to come.
     fn left_secs(&self) -> Option<f64> {
         let (start, layouts, streamed) = self.current?;
         let rate = self.rate[streamed as usize]?;
         // The current pair counts as at least 5% left until it is done.
         let pair_left = (layouts as f64 * rate - start.elapsed().as_secs_f64()).max(0.05 * layouts as f64 * rate);
-        let after = self.total_layouts.saturating_sub(self.done_layouts + layouts) as f64 * rate;
+        let mut after = 0.0;
+        for pair in &self.left {
+            after += pair.layouts as f64 * self.rate[pair.streamed as usize]?;
+        }
         Some(pair_left + after)
     }
 }
@@ -609,9 +614,9 @@ impl Reporter {
 
     fn progress(&self, progress: Progress) {
         match progress {
-            Progress::RunStarted { layouts } => self.eta().total_layouts = layouts,
+            Progress::RunStarted { pairs } => self.eta().left = pairs,
             Progress::MaterialStarted { materials, layouts, streamed, resumed_at_plies } => {
-                self.eta().pair_started(layouts, streamed);
+                self.eta().pair_started(materials, layouts, streamed);
                 self.depth.store(resumed_at_plies.unwrap_or(0) as u64, Ordering::Relaxed);
                 let how = if streamed { "streamed from the work directory" } else { "in memory" };
                 let resumed = match resumed_at_plies {
@@ -745,21 +750,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn eta_goes_by_the_last_finished_pair_solved_the_same_way() {
-        // 1e6 layouts left in all; a streamed pair of 1e5 at 1e-5 s each
-        // is ~1 s, the rest ~9 s.
-        let mut eta = Eta { total_layouts: 1_000_000, ..Eta::default() };
-        eta.pair_started(1_000, false);
+    fn eta_counts_each_pair_at_the_rate_of_its_kind() {
+        let plan = |mover, opponent, layouts, streamed| PairPlan {
+            materials: [Material::new(mover, opponent), Material::new(opponent, mover)],
+            layouts,
+            streamed,
+        };
+        // Two small in-memory pairs, then two streamed ones.
+        let (a, b) = (plan(1, 1, 1_000, false), plan(1, 2, 9_000, false));
+        let (c, d) = (plan(2, 2, 100_000, true), plan(2, 3, 890_000, true));
+        let mut eta = Eta { left: vec![a, b, c, d], ..Eta::default() };
+        eta.pair_started(a.materials, a.layouts, false);
         assert_eq!(eta.left_secs(), None, "no estimate before a pair is finished");
         eta.pair_done();
-        eta.rate = [Some(1e-6), None];
-        eta.pair_started(100_000, true);
-        assert_eq!(eta.left_secs(), None, "no streamed pair finished yet");
-        assert!(eta.text().contains("once this pair is done"), "{}", eta.text());
+        eta.rate[0] = Some(1e-6);
+        eta.pair_started(b.materials, b.layouts, false);
+        assert_eq!(eta.left_secs(), None, "streamed pairs to come, none finished yet");
+        assert!(eta.text().contains("once the first streamed pair is done"), "{}", eta.text());
+        eta.pair_done();
+        eta.pair_started(c.materials, c.layouts, true);
+        assert_eq!(eta.left_secs(), None, "this is the first streamed pair");
+        assert!(eta.text().contains("once the first streamed pair is done"), "{}", eta.text());
+        // 100,000 + 890,000 streamed layouts at 1e-5 s each: ~9.9 s.
         eta.rate[1] = Some(1e-5);
         let left = eta.left_secs().unwrap();
-        assert!((8.0..=10.0).contains(&left), "{left}");
+        assert!((9.0..=10.0).contains(&left), "{left}");
         assert!(eta.text().starts_with(", ETA ~"), "{}", eta.text());
+        // With only in-memory pairs left an in-memory rate is enough.
+        let mut eta = Eta { left: vec![a, b], ..Eta::default() };
+        eta.pair_started(a.materials, a.layouts, false);
+        eta.pair_done();
+        eta.pair_started(b.materials, b.layouts, false);
+        assert!(eta.left_secs().is_some());
     }
 
     #[test]

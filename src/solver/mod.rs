@@ -88,13 +88,23 @@ pub enum SolveError {
     Checkpoint(#[from] checkpoint::CheckpointError),
 }
 
+/// A pair as the solver plans to solve it, before it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PairPlan {
+    pub materials: [Material; 2],
+    pub layouts: u64,
+    /// Will it be streamed through the work directory (its lanes do not fit
+    /// the budget), or solved in memory?
+    pub streamed: bool,
+}
+
 /// What the solver reports as it goes.
 #[derive(Clone, Debug)]
 pub enum Progress {
-    /// Once, first: layouts of the pairs left to solve (those an earlier
-    /// run finished are not counted).
+    /// Once, first: the pairs left to solve (those an earlier run finished
+    /// are not counted), in the order they will be solved.
     RunStarted {
-        layouts: u64,
+        pairs: Vec<PairPlan>,
     },
     MaterialStarted {
         materials: [Material; 2],
@@ -1203,6 +1213,37 @@ fn io_block_bytes(budget_bytes: Option<u64>) -> u64 {
     wanted.clamp(IO_BLOCK_BYTES_MIN, IO_BLOCK_BYTES_MAX) / SEGMENT_ALIGN_BYTES * SEGMENT_ALIGN_BYTES
 }
 
+/// The pairs of materials with 1..=`max_per_side` pieces per side, in the
+/// order they are solved (each after the materials its captures lead to):
+/// a material and its mirror, or a material that is its own mirror alone.
+fn pairs_up_to(max_per_side: usize) -> Vec<Vec<Material>> {
+    Material::all_up_to(max_per_side)
+        .into_iter()
+        .filter(|m| m.mover <= m.opponent)
+        .map(|m| if m.mover == m.opponent { vec![m] } else { vec![m, m.flipped()] })
+        .collect()
+}
+
+/// The memory a pair needs solved in memory: its resident lanes and the
+/// values of the materials its captures lead to.
+fn resident_need(members: &[Material]) -> u64 {
+    members
+        .iter()
+        .map(|&m| {
+            let captured = (m.opponent > 1).then(|| Material::new(m.opponent as usize - 1, m.mover as usize));
+            Work::resident_bytes(&MaterialIndex::new(m))
+                + captured.map_or(0, |c| LaneLayout::new(&MaterialIndex::new(c), CARD_STATES as u64).total_bytes())
+        })
+        .sum()
+}
+
+/// Is a pair streamed through the work directory (it does not fit the
+/// budget, or the tests force it) rather than solved in memory?
+fn is_streamed(config: &SolveConfig, members: &[Material]) -> bool {
+    config.work_dir.is_some()
+        && (config.force_streamed || config.budget_bytes.is_some_and(|b| b < resident_need(members)))
+}
+
 /// Solves every material with 1..=`max_per_side` pieces per side, streaming
 /// pairs that do not fit `config.budget_bytes` through the work directory.
 pub fn solve_with(
@@ -1226,23 +1267,24 @@ pub fn solve_with(
         Some(dir) => Some(checkpoint::Checkpoint::open(dir, rules, max_per_side, config.resume)?),
         None => None,
     };
-    let to_solve = Material::all_up_to(max_per_side)
+    let to_solve = pairs_up_to(max_per_side)
         .into_iter()
-        .filter(|m| !checkpoint.as_ref().is_some_and(|cp| cp.is_finished(*m)))
-        .map(|m| MaterialIndex::new(m).layouts())
-        .sum();
-    progress(Progress::RunStarted { layouts: to_solve });
+        .filter(|members| !members.iter().all(|m| checkpoint.as_ref().is_some_and(|cp| cp.is_finished(*m))))
+        .map(|members| PairPlan {
+            materials: [members[0], members[0].flipped()],
+            layouts: members.iter().map(|&m| MaterialIndex::new(m).layouts()).sum(),
+            streamed: is_streamed(config, &members),
+        })
+        .collect();
+    progress(Progress::RunStarted { pairs: to_solve });
     let mut solved: BTreeMap<Material, FinishedMaterial> = BTreeMap::new();
     let mut io = IoTotals::default();
     let mut streamed_pairs = 0;
     let mut pairs = 0;
     let mut disk: Option<DiskIo> = None;
-    for material in Material::all_up_to(max_per_side) {
-        if solved.contains_key(&material) || material.mover > material.opponent {
-            continue;
-        }
+    for members in pairs_up_to(max_per_side) {
+        let material = members[0];
         let pair = [material, material.flipped()];
-        let members: Vec<Material> = if material.mover == material.opponent { vec![material] } else { pair.to_vec() };
         pairs += 1;
         if let (Some(dir), Some(cp)) = (&config.work_dir, &checkpoint)
             && members.iter().all(|m| cp.is_finished(*m))
@@ -1256,10 +1298,8 @@ pub fn solve_with(
         let captured_of =
             |m: Material| (m.opponent > 1).then(|| &solved[&Material::new(m.opponent as usize - 1, m.mover as usize)]);
         let indexes: Vec<MaterialIndex> = members.iter().map(|&m| MaterialIndex::new(m)).collect();
-        let resident_need: u64 = indexes.iter().map(Work::resident_bytes).sum::<u64>()
-            + members.iter().filter_map(|&m| captured_of(m)).map(|c| c.values_layout.total_bytes()).sum::<u64>();
-        let streamed = config.work_dir.is_some()
-            && (config.force_streamed || config.budget_bytes.is_some_and(|b| b < resident_need));
+        let resident_need = resident_need(&members);
+        let streamed = is_streamed(config, &members);
         if streamed && disk.is_none() {
             let opened = DiskIo::new(config.io, io_block as usize, IO_BLOCKS)?;
             progress(Progress::IoBackend {
