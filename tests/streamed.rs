@@ -79,3 +79,38 @@ fn a_budget_too_small_is_refused_with_the_minimum() {
         other => panic!("expected BudgetTooSmall, got {:?}", other.err()),
     }
 }
+
+/// The plan the solver announces before it starts (which pairs it will
+/// stream, which it will solve in memory: what the ETA goes by) is what it
+/// then does, pair by pair.
+#[test]
+fn the_announced_plan_is_what_the_solver_does() {
+    use onitb::solver::Progress;
+    use std::sync::Mutex;
+    let dir = tempfile::tempdir().unwrap();
+    let config = SolveConfig {
+        work_dir: Some(dir.path().join("work")),
+        // Holds the 2v2 pair's lanes, not its mirror pair's: a mix.
+        budget_bytes: Some(8 << 20),
+        resume: false,
+        force_streamed: false,
+        io: IoChoice::Auto,
+        checkpoint_every: Duration::from_secs(60),
+    };
+    let events = Mutex::new(Vec::new());
+    let solved = solver::solve_with(&rules(NoMoveRule::Pass), 2, &config, &|p| events.lock().unwrap().push(p)).unwrap();
+    let events = events.into_inner().unwrap();
+    let Some(Progress::RunStarted { pairs: plan }) = events.first() else { panic!("RunStarted comes first") };
+    let started: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            Progress::MaterialStarted { materials, layouts, streamed, .. } => Some((*materials, *layouts, *streamed)),
+            _ => None,
+        })
+        .collect();
+    let planned: Vec<_> = plan.iter().map(|p| (p.materials, p.layouts, p.streamed)).collect();
+    assert_eq!(planned, started);
+    assert_eq!(solved.pairs, plan.len());
+    assert_eq!(solved.streamed_pairs, plan.iter().filter(|p| p.streamed).count());
+    assert!(plan.iter().any(|p| p.streamed) && plan.iter().any(|p| !p.streamed), "{plan:?}");
+}
