@@ -254,6 +254,7 @@ pub(super) fn write_group(
             rest &= !states;
             let Some(depth) = depth_of(byte) else { continue };
             assert!(depth < 256, "a capture value falls due within 255 plies");
+            debug_assert!(out[..count].iter().all(|e| e.0 != depth), "one value byte per depth");
             out[count] = (depth, states);
             count += 1;
         }
@@ -381,9 +382,6 @@ mod tests {
     use super::*;
     use crate::solver::decision_log::entry;
 
-    /// A group whose entries need several passes of a small scratch, and a
-    /// depth that does not fit it alone, come back per depth; the index
-    /// survives a reopen and a damaged one is refused.
     #[test]
     fn states_with_a_byte_are_found_eight_at_a_time() {
         let mut bytes = [0u8; 32];
@@ -396,6 +394,9 @@ mod tests {
         }
     }
 
+    /// A group whose entries need several passes of a small scratch, and a
+    /// depth that does not fit it alone, come back per depth; the index
+    /// survives a reopen and a damaged one is refused.
     #[test]
     fn chunks_come_back_by_depth_whatever_the_scratch() {
         let dir = tempfile::tempdir().unwrap();
