@@ -1213,35 +1213,41 @@ fn io_block_bytes(budget_bytes: Option<u64>) -> u64 {
     wanted.clamp(IO_BLOCK_BYTES_MIN, IO_BLOCK_BYTES_MAX) / SEGMENT_ALIGN_BYTES * SEGMENT_ALIGN_BYTES
 }
 
-/// The pairs of materials with 1..=`max_per_side` pieces per side, in the
-/// order they are solved (each after the materials its captures lead to):
-/// a material and its mirror, or a material that is its own mirror alone.
-fn pairs_up_to(max_per_side: usize) -> Vec<Vec<Material>> {
+/// Materials solved together: a material and its mirror, or a material
+/// that is its own mirror alone.
+struct Pair {
+    members: Vec<Material>,
+    /// The memory the pair needs solved in memory: its resident lanes and
+    /// the values of the materials its captures lead to.
+    resident_bytes: u64,
+}
+
+impl Pair {
+    /// Is the pair streamed through the work directory (it does not fit the
+    /// budget, or the tests force it) rather than solved in memory?
+    fn is_streamed(&self, config: &SolveConfig) -> bool {
+        config.work_dir.is_some()
+            && (config.force_streamed || config.budget_bytes.is_some_and(|b| b < self.resident_bytes))
+    }
+}
+
+/// The pairs with 1..=`max_per_side` pieces per side, in the order they are
+/// solved (each after the materials its captures lead to).
+fn pairs_up_to(max_per_side: usize) -> Vec<Pair> {
+    let resident_bytes = |m: Material| {
+        let captured = (m.opponent > 1).then(|| Material::new(m.opponent as usize - 1, m.mover as usize));
+        Work::resident_bytes(&MaterialIndex::new(m))
+            + captured.map_or(0, |c| LaneLayout::new(&MaterialIndex::new(c), CARD_STATES as u64).total_bytes())
+    };
     Material::all_up_to(max_per_side)
         .into_iter()
         .filter(|m| m.mover <= m.opponent)
-        .map(|m| if m.mover == m.opponent { vec![m] } else { vec![m, m.flipped()] })
-        .collect()
-}
-
-/// The memory a pair needs solved in memory: its resident lanes and the
-/// values of the materials its captures lead to.
-fn resident_need(members: &[Material]) -> u64 {
-    members
-        .iter()
-        .map(|&m| {
-            let captured = (m.opponent > 1).then(|| Material::new(m.opponent as usize - 1, m.mover as usize));
-            Work::resident_bytes(&MaterialIndex::new(m))
-                + captured.map_or(0, |c| LaneLayout::new(&MaterialIndex::new(c), CARD_STATES as u64).total_bytes())
+        .map(|m| {
+            let members = if m.mover == m.opponent { vec![m] } else { vec![m, m.flipped()] };
+            let resident_bytes = members.iter().map(|&m| resident_bytes(m)).sum();
+            Pair { members, resident_bytes }
         })
-        .sum()
-}
-
-/// Is a pair streamed through the work directory (it does not fit the
-/// budget, or the tests force it) rather than solved in memory?
-fn is_streamed(config: &SolveConfig, members: &[Material]) -> bool {
-    config.work_dir.is_some()
-        && (config.force_streamed || config.budget_bytes.is_some_and(|b| b < resident_need(members)))
+        .collect()
 }
 
 /// Solves every material with 1..=`max_per_side` pieces per side, streaming
@@ -1267,13 +1273,14 @@ pub fn solve_with(
         Some(dir) => Some(checkpoint::Checkpoint::open(dir, rules, max_per_side, config.resume)?),
         None => None,
     };
-    let to_solve = pairs_up_to(max_per_side)
-        .into_iter()
-        .filter(|members| !members.iter().all(|m| checkpoint.as_ref().is_some_and(|cp| cp.is_finished(*m))))
-        .map(|members| PairPlan {
-            materials: [members[0], members[0].flipped()],
-            layouts: members.iter().map(|&m| MaterialIndex::new(m).layouts()).sum(),
-            streamed: is_streamed(config, &members),
+    let all_pairs = pairs_up_to(max_per_side);
+    let to_solve = all_pairs
+        .iter()
+        .filter(|pair| !pair.members.iter().all(|m| checkpoint.as_ref().is_some_and(|cp| cp.is_finished(*m))))
+        .map(|pair| PairPlan {
+            materials: [pair.members[0], pair.members[0].flipped()],
+            layouts: pair.members.iter().map(|&m| MaterialIndex::new(m).layouts()).sum(),
+            streamed: pair.is_streamed(config),
         })
         .collect();
     progress(Progress::RunStarted { pairs: to_solve });
@@ -1282,7 +1289,9 @@ pub fn solve_with(
     let mut streamed_pairs = 0;
     let mut pairs = 0;
     let mut disk: Option<DiskIo> = None;
-    for members in pairs_up_to(max_per_side) {
+    for planned in all_pairs {
+        let streamed = planned.is_streamed(config);
+        let Pair { members, resident_bytes } = planned;
         let material = members[0];
         let pair = [material, material.flipped()];
         pairs += 1;
@@ -1298,8 +1307,6 @@ pub fn solve_with(
         let captured_of =
             |m: Material| (m.opponent > 1).then(|| &solved[&Material::new(m.opponent as usize - 1, m.mover as usize)]);
         let indexes: Vec<MaterialIndex> = members.iter().map(|&m| MaterialIndex::new(m)).collect();
-        let resident_need = resident_need(&members);
-        let streamed = is_streamed(config, &members);
         if streamed && disk.is_none() {
             let opened = DiskIo::new(config.io, io_block as usize, IO_BLOCKS)?;
             progress(Progress::IoBackend {
@@ -1325,7 +1332,7 @@ pub fn solve_with(
             works.push(Work::new(index, place)?);
         }
         if !streamed {
-            keep_move_lists(&moves, &mut works, config.budget_bytes.map(|b| b.saturating_sub(resident_need)));
+            keep_move_lists(&moves, &mut works, config.budget_bytes.map(|b| b.saturating_sub(resident_bytes)));
         }
         let layouts = works.iter().map(|w| w.index.layouts()).sum();
         let resumed_at_plies = resume.as_ref().map(|r| r.depth_plies);
