@@ -114,3 +114,41 @@ fn the_announced_plan_is_what_the_solver_does() {
     assert_eq!(solved.streamed_pairs, plan.iter().filter(|p| p.streamed).count());
     assert!(plan.iter().any(|p| p.streamed) && plan.iter().any(|p| !p.streamed), "{plan:?}");
 }
+
+/// A streamed pair's value file stays a hole through initialisation and the
+/// steps (the capture schedule and the decision log stand in for it), so it
+/// takes no disk until finishing writes it.
+#[test]
+fn streamed_value_files_take_no_disk_until_finishing() {
+    use onitb::solver::Progress;
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::Mutex;
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    let config = SolveConfig {
+        work_dir: Some(work.clone()),
+        budget_bytes: Some(64 << 20),
+        resume: false,
+        force_streamed: true,
+        io: IoChoice::Auto,
+        checkpoint_every: Duration::ZERO,
+    };
+    let in_progress = Mutex::new(Vec::new());
+    let steps_seen = Mutex::new(0u32);
+    let check = |p: Progress| match p {
+        Progress::MaterialStarted { materials, .. } => *in_progress.lock().unwrap() = materials.to_vec(),
+        Progress::Step { depth_plies, .. } => {
+            for material in in_progress.lock().unwrap().iter() {
+                let path = work.join(format!("{material}.values"));
+                let meta = std::fs::metadata(&path).unwrap();
+                assert!(meta.len() > 0, "{} is sized for its lane", path.display());
+                assert_eq!(meta.blocks(), 0, "{} holds data at step {depth_plies}", path.display());
+            }
+            *steps_seen.lock().unwrap() += 1;
+        }
+        _ => {}
+    };
+    let solved = solver::solve_with(&rules(NoMoveRule::Loss), 2, &config, &check).unwrap();
+    assert!(*steps_seen.lock().unwrap() > 10);
+    assert_same(&Table::generate(&rules(NoMoveRule::Loss), 2).unwrap(), &solved.into_table().unwrap());
+}

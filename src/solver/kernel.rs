@@ -1083,6 +1083,24 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
     report
 }
 
+/// Every value byte from the planes alone, for a streamed material whose
+/// value bytes were never written (its steps' decisions come from the
+/// decision log, applied after this): holes are [`NO_VALUE`], states won or
+/// lost by then were decided at initialisation (wins in one, no-move
+/// losses), the others are draws for now.
+pub(super) fn settle(won: &[u32], lost: &[u32], values: &mut [u8]) {
+    let (win1, loss0) = (Value::Win(1).to_byte(), Value::Loss(0).to_byte());
+    for (n, values) in values.chunks_exact_mut(CARD_STATES).enumerate() {
+        if won[n] == ALL_CARD_STATES && lost[n] == ALL_CARD_STATES {
+            values.fill(NO_VALUE);
+            continue;
+        }
+        values.fill(DRAW);
+        set_values(values, won[n], win1);
+        set_values(values, lost[n], loss0);
+    }
+}
+
 /// Undecided states are draws; holes keep [`NO_VALUE`].
 pub(super) fn finish(won: &[u32], lost: &[u32], values: &mut [u8]) {
     for (n, values) in values.chunks_exact_mut(CARD_STATES).enumerate() {

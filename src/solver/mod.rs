@@ -606,13 +606,14 @@ fn step_values<'v>(
     }
 }
 
-/// Undecided states of the groups become draws.
-fn run_finish(groups: &[usize], own: Own) {
+/// Runs `finish` (`kernel::finish`: undecided states become draws; or
+/// `kernel::settle`) on the groups' value bytes.
+fn run_finish(groups: &[usize], own: Own, finish: fn(&[u32], &[u32], &mut [u8])) {
     let values = carve_mut(own.values, groups.iter().map(|&g| own.value_map.elements(g)));
     let (won, lost) = (&*own.won, &*own.lost);
     groups.par_iter().zip(values).for_each(|(&g, values)| {
         let r = own.plane_map.elements(g);
-        kernel::finish(&won[r.clone()], &lost[r], values);
+        finish(&won[r.clone()], &lost[r], values);
     });
 }
 
@@ -753,7 +754,10 @@ fn initialize(
                 }
             }
             let reports = run_init(rules, moves, &work.index, &units, window.owns[0].own(&pm, &vm));
-            let written = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::Capture, Lane::Values];
+            // Not the values: the capture schedule below is all the steps
+            // need of them, and finishing makes them from the planes and
+            // the decision log, so the value file stays a hole until then.
+            let written = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::Capture];
             window.store(disk, work, (&pm, &vm), &written, |_| true)?;
             // The batch's capture schedule, sorted by depth in the slice
             // buffer (free once the captures are folded).
@@ -1016,7 +1020,9 @@ fn pair_mut<T>(pair: &mut [T], i: usize) -> (&mut T, &mut T) {
     if i == 0 { (a, b) } else { (b, a) }
 }
 
-/// Undecided states become draws.
+/// Undecided states become draws. Streamed, this is where the value bytes
+/// are first written: from the planes (holes, initialisation's decisions,
+/// draws), then the decision log over them.
 fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result<(), SolveError> {
     let all: Vec<usize> = (0..work.index.groups().len()).collect();
     match window {
@@ -1024,7 +1030,7 @@ fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result
             let Work { planes, values, storage, .. } = work;
             let (pm, vm) = (plane_span(planes), value_span(values));
             let Storage::Resident(lanes) = storage else { unreachable!("no window: resident") };
-            run_finish(&all, own_resident(lanes, &pm, &vm));
+            run_finish(&all, own_resident(lanes, &pm, &vm), kernel::finish);
         }
         Some((window, disk)) => {
             // Batches in the order the steps visited groups, so that each
@@ -1036,8 +1042,11 @@ fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result
             }
             for (_, groups) in schedule::opponent_slices(&work.index) {
                 for batch in window.batches(work, &groups) {
+                    // The value file holds nothing yet: every byte comes
+                    // from the planes, then the log.
                     let lanes = [Lane::Won, Lane::Lost];
-                    let (pm, vm) = window.load(disk, work, &batch, (&lanes, ValueSegments::Read))?;
+                    let (pm, vm) = window.load(disk, work, &batch, (&lanes, ValueSegments::Zeroed))?;
+                    run_finish(&batch, window.owns[0].own(&pm, &vm), kernel::settle);
                     let last = batch.iter().map(|&g| rank[g]).max().expect("a batch has groups");
                     let values = window.owns[0].values_mut();
                     let mut at = (usize::MAX, 0);
@@ -1053,7 +1062,6 @@ fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result
                             kernel::set_values(&mut values[n..n + CARD_STATES], states, value.to_byte());
                         },
                     )?;
-                    run_finish(&batch, window.owns[0].own(&pm, &vm));
                     window.store(disk, work, (&pm, &vm), &[Lane::Values], |_| true)?;
                 }
             }

@@ -40,9 +40,8 @@ impl SegmentMap for Packed {
 /// What loading a batch does with its value segments.
 #[derive(Clone, Copy)]
 pub(super) enum ValueSegments {
-    /// Reads every group's.
-    Read,
-    /// Zeroes them (initialisation folds captures into zeros).
+    /// Zeroes them (initialisation folds captures into zeros; finishing
+    /// writes them from the planes).
     Zeroed,
     /// Leaves them as they are: steps do not read value bytes.
     Untouched,
@@ -183,7 +182,6 @@ impl OwnBuffers {
             let segments = carve_mut(buffer.bytes_mut(), ranges.iter().cloned());
             for (&g, into) in batch.iter().zip(segments) {
                 let read = match (lane, values) {
-                    (Lane::Values, ValueSegments::Read) => Some(true),
                     (Lane::Values, ValueSegments::Zeroed) => Some(false),
                     (Lane::Values, ValueSegments::Untouched) => None,
                     _ => Some(reads(lane, g)),
