@@ -14,8 +14,8 @@
 //! [`ScheduleIndex::to_bytes`]), with a crc32, written and synced at the end
 //! of initialisation.
 
-use super::decision_log::{ENTRY_BYTES, put_entry};
 use super::disk::{DiskError, io_error};
+use super::entries::{ENTRY_BYTES, put_entry};
 use super::lanes::carve_mut;
 use crate::rules::CARD_STATES;
 use rayon::prelude::*;
@@ -380,7 +380,7 @@ fn write_depth_in_pieces(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::solver::decision_log::entry;
+    use crate::solver::entries::entry;
 
     #[test]
     fn states_with_a_byte_are_found_eight_at_a_time() {

@@ -8,13 +8,16 @@
 //!
 //! Layout, little-endian: a sequence of *chunks*, one per (step, group)
 //! that decided anything: `group: u32, depth_plies: u16, 0: u16,
-//! count: u32`, then `count` entries `layout: u32` (within the group),
-//! `states: u32` (the card states decided). A step's chunks are
-//! consecutive (its *segment*) and in the order the step visits groups,
-//! the schedule's order, which finishing follows too: so finishing reads
-//! each segment front to back, a batch of groups at a time.
+//! count: u32, bytes: u32`, then `bytes` bytes of frames (see
+//! [`super::entries`]) holding `count` entries `(layout, states)`: the
+//! group's layouts that decided anything, ascending, and the card states
+//! they decided. A step's chunks are consecutive (its *segment*) and in the
+//! order the step visits groups, the schedule's order, which finishing
+//! follows too: so finishing reads each segment front to back, a batch of
+//! groups at a time.
 
 use super::disk::{DiskError, io_error};
+use super::entries::{self, ENTRY_BYTES, FRAME_HEADER_BYTES, Unpacker, entry};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -24,25 +27,7 @@ use std::path::{Path, PathBuf};
 /// overhead that DESIGN.md states). Writes go through the page cache, so a
 /// larger buffer saves only system calls.
 const BUFFER_BYTES: usize = 256 << 10;
-const HEADER_BYTES: usize = 12;
-/// Bytes of an entry (here and in the capture schedule): layout within its
-/// group, then card states, u32 each, little-endian.
-pub(super) const ENTRY_BYTES: usize = 8;
-
-/// Writes the entry (`layout`, `states`) into the first [`ENTRY_BYTES`] of
-/// `into`.
-#[inline]
-pub(super) fn put_entry(into: &mut [u8], layout: usize, states: u32) {
-    into[..4].copy_from_slice(&(layout as u32).to_le_bytes());
-    into[4..ENTRY_BYTES].copy_from_slice(&states.to_le_bytes());
-}
-
-/// The entry (layout, states) in the first [`ENTRY_BYTES`] of `bytes`.
-#[inline]
-pub(super) fn entry(bytes: &[u8]) -> (usize, u32) {
-    let word = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("4 bytes"));
-    (word(&bytes[..4]) as usize, word(&bytes[4..ENTRY_BYTES]))
-}
+const HEADER_BYTES: usize = 16;
 
 /// Where a log stands at a checkpoint: its length and the start of each
 /// step's segment, with the step's depth.
@@ -62,6 +47,8 @@ pub(super) struct DecisionLog {
     buffer: Vec<u8>,
     /// Per segment, where applying it has got to (finishing only).
     cursors: Vec<u64>,
+    /// Made by the first [`DecisionLog::apply`].
+    unpacker: Option<Unpacker>,
 }
 
 impl DecisionLog {
@@ -99,6 +86,7 @@ impl DecisionLog {
             segments: mark.segments,
             buffer: Vec::with_capacity(BUFFER_BYTES),
             cursors: Vec::new(),
+            unpacker: None,
         }
     }
 
@@ -111,53 +99,57 @@ impl DecisionLog {
         self.written + self.buffer.len() as u64
     }
 
-    /// Encodes one group's decisions in a step (`decided[n]`: the card
-    /// states of its layout n decided) as the entries of a chunk into
-    /// `into`, which must hold 8 bytes per nonzero word; returns the bytes
-    /// written. Touches nothing else, so that the groups of a batch are
-    /// encoded in parallel (serially it was 3.9% of an 8-men run, on the
-    /// thread that drives the step while the workers wait).
-    pub fn encode(decided: &[u32], into: &mut [u8]) -> usize {
-        assert!(decided.len() <= u32::MAX as usize, "group too large for the log");
-        let mut len = 0;
-        for (n, &states) in decided.iter().enumerate() {
-            if states != 0 {
-                put_entry(&mut into[len..], n, states);
-                len += ENTRY_BYTES;
-            }
-        }
-        len
+    /// Most bytes [`DecisionLog::encode`] writes for a group of `layouts`
+    /// layouts.
+    pub fn encoded_bound(layouts: usize) -> usize {
+        entries::frames_bound(layouts)
     }
 
-    /// Appends the chunk of `group` in the current step, its entries as
-    /// [`DecisionLog::encode`] made them (nothing if there are none).
-    pub fn append_encoded(&mut self, group: usize, entries: &[u8]) -> Result<(), DiskError> {
+    /// Encodes one group's decisions in a step (`decided[n]`: the card
+    /// states of its layout n decided) as the frames of a chunk into
+    /// `into`, which must hold [`DecisionLog::encoded_bound`] bytes; returns
+    /// the bytes written and the entries they hold. Touches nothing else,
+    /// so that the groups of a batch are encoded in parallel (serially it
+    /// was 3.9% of an 8-men run, on the thread that drives the step while
+    /// the workers wait).
+    pub fn encode(decided: &[u32], into: &mut [u8]) -> (usize, u32) {
+        assert!(decided.len() <= u32::MAX as usize, "group too large for the log");
+        assert!(into.len() >= DecisionLog::encoded_bound(decided.len()), "room for the chunk's frames");
+        let entries = decided.iter().enumerate().filter(|(_, states)| **states != 0);
+        entries::encode(entries.map(|(n, &states)| (n, states)), into)
+    }
+
+    /// Appends the chunk of `group` in the current step: `count` entries in
+    /// `frames`, as [`DecisionLog::encode`] made them (nothing if there
+    /// are none).
+    pub fn append_encoded(&mut self, group: usize, (frames, count): (&[u8], u32)) -> Result<(), DiskError> {
         let &(depth_plies, _) = self.segments.last().expect("a step has begun");
-        if entries.is_empty() {
+        if count == 0 {
             return Ok(());
         }
         assert!(group <= u32::MAX as usize, "group too large for the log");
         let mut header = [0u8; HEADER_BYTES];
         header[0..4].copy_from_slice(&(group as u32).to_le_bytes());
         header[4..6].copy_from_slice(&depth_plies.to_le_bytes());
-        header[8..12].copy_from_slice(&((entries.len() / ENTRY_BYTES) as u32).to_le_bytes());
+        header[8..12].copy_from_slice(&count.to_le_bytes());
+        header[12..16].copy_from_slice(&(frames.len() as u32).to_le_bytes());
         self.put(&header)?;
-        if entries.len() <= BUFFER_BYTES / 2 {
-            return self.put(entries);
+        if frames.len() <= BUFFER_BYTES / 2 {
+            return self.put(frames);
         }
         // Large chunks go straight to the file, not through the buffer.
         self.flush()?;
-        self.file.write_all_at(entries, self.written).map_err(|e| io_error("write", &self.path, e))?;
-        self.written += entries.len() as u64;
+        self.file.write_all_at(frames, self.written).map_err(|e| io_error("write", &self.path, e))?;
+        self.written += frames.len() as u64;
         Ok(())
     }
 
     /// [`DecisionLog::encode`] and [`DecisionLog::append_encoded`] in one.
     #[cfg(test)]
     fn append(&mut self, group: usize, decided: &[u32]) -> Result<(), DiskError> {
-        let mut entries = vec![0u8; decided.len() * ENTRY_BYTES];
-        let len = DecisionLog::encode(decided, &mut entries);
-        self.append_encoded(group, &entries[..len])
+        let mut frames = vec![0u8; DecisionLog::encoded_bound(decided.len())];
+        let (len, count) = DecisionLog::encode(decided, &mut frames);
+        self.append_encoded(group, (&frames[..len], count))
     }
 
     fn put(&mut self, bytes: &[u8]) -> Result<(), DiskError> {
@@ -203,35 +195,69 @@ impl DecisionLog {
             while self.cursors[s] < end {
                 let mut header = [0u8; HEADER_BYTES];
                 self.read_at(&mut header, self.cursors[s])?;
-                let group = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes")) as usize;
+                let word = |at: usize| u32::from_le_bytes(header[at..at + 4].try_into().expect("4 bytes"));
+                let group = word(0) as usize;
                 let depth = u16::from_le_bytes(header[4..6].try_into().expect("2 bytes"));
-                let count = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes")) as u64;
+                let (count, bytes) = (word(8), word(12) as u64);
                 if !batch.contains(&group) {
+                    if is_later(group) {
+                        break;
+                    }
                     // A chunk of a group the batches passed would be lost.
-                    assert!(is_later(group), "decision log of group {group} out of the schedule's order");
-                    break;
+                    return Err(self.damaged("a chunk is out of the schedule's order"));
                 }
                 let mut at = self.cursors[s] + HEADER_BYTES as u64;
-                let chunk_end = at + count * ENTRY_BYTES as u64;
-                assert!(chunk_end <= end, "decision log chunk runs past its step");
+                let chunk_end = at + bytes;
+                if chunk_end > end {
+                    return Err(self.damaged("a chunk runs past its step"));
+                }
+                let mut seen = 0u32;
                 while at < chunk_end {
-                    let len = ((chunk_end - at) as usize).min(BUFFER_BYTES / ENTRY_BYTES * ENTRY_BYTES);
-                    let mut buffer = std::mem::take(&mut self.buffer);
-                    buffer.resize(len, 0);
-                    let read = self.read_at(&mut buffer, at);
-                    for bytes in buffer.chunks_exact(ENTRY_BYTES) {
+                    let entries = self.read_frame(at, chunk_end)?;
+                    for bytes in entries.chunks_exact(ENTRY_BYTES) {
                         let (layout, states) = entry(bytes);
                         visit(group, depth, layout, states);
                     }
-                    buffer.clear();
-                    self.buffer = buffer;
-                    read?;
-                    at += len as u64;
+                    seen = seen.saturating_add((entries.len() / ENTRY_BYTES) as u32);
+                    at += (FRAME_HEADER_BYTES + self.buffer.len()) as u64;
+                }
+                if seen != count {
+                    return Err(self.damaged("a chunk holds another number of entries than its header says"));
                 }
                 self.cursors[s] = chunk_end;
             }
         }
+        // What the buffer holds now was read, not appended.
+        self.buffer.clear();
         Ok(())
+    }
+
+    /// Reads and unpacks the frame at `at` (which must end by `end`): its
+    /// compressed bytes are left in the buffer, its entries returned.
+    fn read_frame(&mut self, at: u64, end: u64) -> Result<&[u8], DiskError> {
+        let mut header = [0u8; FRAME_HEADER_BYTES];
+        self.read_at(&mut header, at)?;
+        let (entries, compressed) = entries::frame_header(header).map_err(|e| self.damaged(e.what()))?;
+        if at + (FRAME_HEADER_BYTES + compressed) as u64 > end {
+            return Err(self.damaged("a frame runs past its chunk"));
+        }
+        let mut buffer = std::mem::take(&mut self.buffer);
+        buffer.resize(compressed, 0);
+        let read = self.read_at(&mut buffer, at + FRAME_HEADER_BYTES as u64);
+        self.buffer = buffer;
+        read?;
+        if self.unpacker.is_none() {
+            self.unpacker = Some(Unpacker::new().map_err(|e| io_error("unpack", &self.path, e))?);
+        }
+        let unpacker = self.unpacker.as_mut().expect("made above");
+        match unpacker.unpack(&self.buffer, entries) {
+            Ok(entries) => Ok(entries),
+            Err(e) => Err(DiskError::Damaged { path: self.path.clone(), what: e.what() }),
+        }
+    }
+
+    fn damaged(&self, what: &'static str) -> DiskError {
+        DiskError::Damaged { path: self.path.clone(), what }
     }
 
     fn read_at(&self, into: &mut [u8], at: u64) -> Result<(), DiskError> {
@@ -285,6 +311,40 @@ mod tests {
         log.apply(&[4], |_| false, |g, d, n, s| seen.push((g, d, n, s))).unwrap();
         let wanted: Vec<_> = (0..decided.len()).filter(|&n| decided[n] != 0).map(|n| (4, 7, n, decided[n])).collect();
         assert_eq!(seen, wanted);
+    }
+
+    /// Incompressible entries (every layout decided, states at random)
+    /// over several frames fit the bound and come back; a flipped byte in
+    /// a frame is refused as damage, not applied.
+    #[test]
+    fn incompressible_chunks_fit_their_bound_and_damage_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let mut log = DecisionLog::create(&path).unwrap();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let decided: Vec<u32> = (0..2 * entries::FRAME_ENTRIES + 5)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                (seed as u32 & 0x3fff_ffff) | 1
+            })
+            .collect();
+        log.begin_step(3);
+        log.append(0, &decided).unwrap();
+        log.sync().unwrap();
+        let mut seen = Vec::new();
+        log.apply(&[0], |_| false, |_, _, n, s| seen.push((n, s))).unwrap();
+        assert_eq!(seen, decided.iter().enumerate().map(|(n, &s)| (n, s)).collect::<Vec<_>>());
+
+        let mark = log.sync().unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x40;
+        std::fs::write(&path, &bytes).unwrap();
+        let mut log = DecisionLog::reopen(&path, mark).unwrap();
+        let result = log.apply(&[0], |_| false, |_, _, _, _| {});
+        assert!(matches!(result, Err(DiskError::Damaged { .. })), "{:?}", result.err());
     }
 
     #[test]

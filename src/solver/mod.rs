@@ -34,6 +34,7 @@ mod capture_schedule;
 mod checkpoint;
 mod decision_log;
 pub mod disk;
+mod entries;
 mod flags;
 mod kernel;
 pub mod lanes;
@@ -979,8 +980,8 @@ fn step(
 /// Appends to the decision log of a streamed material what a job of a step
 /// decided, group by group: `decided` is the window's plane holding it.
 /// The groups' chunks are encoded in parallel into their value segments
-/// (30 bytes per layout, free once the step has run; a chunk needs 8 at
-/// most), then appended in order.
+/// (30 bytes per layout and padded to 4096, free once the step has run; a
+/// chunk needs about 8 per layout at most), then appended in order.
 fn log_decisions(
     work: &Work,
     units: &[UnitSpec],
@@ -1001,15 +1002,19 @@ fn log_decisions(
             groups.push(g);
         }
     }
-    let mut regions = carve_mut(scratch, groups.iter().map(|&g| value_map.elements(g)));
-    let lens: Vec<usize> = regions
+    let padded = |g: usize| {
+        let start = value_map.elements(g).start;
+        start..start + window::padded_len(&work.values, g) as usize
+    };
+    let mut regions = carve_mut(scratch, groups.iter().map(|&g| padded(g)));
+    let encoded: Vec<(usize, u32)> = regions
         .par_iter_mut()
         .zip(&groups)
         .map(|(region, &g)| DecisionLog::encode(&decided[plane_map.elements(g)], region))
         .collect();
     let mut log = work.files().log();
-    for ((&g, region), len) in groups.iter().zip(regions).zip(lens) {
-        log.append_encoded(g, &region[..len])?;
+    for ((&g, region), (len, count)) in groups.iter().zip(regions).zip(encoded) {
+        log.append_encoded(g, (&region[..len], count))?;
     }
     Ok(())
 }

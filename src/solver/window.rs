@@ -11,8 +11,8 @@
 //! the current one (see `step` in the parent module).
 
 use super::capture_schedule::CaptureSchedule;
-use super::decision_log::{ENTRY_BYTES, entry};
 use super::disk::{AlignedBuf, DiskIo};
+use super::entries::{ENTRY_BYTES, entry};
 use super::lanes::{Lane, LaneLayout, SegmentMap, carve_mut};
 use super::schedule::MoverSlices;
 use super::work_files::PLANE_LANES;
