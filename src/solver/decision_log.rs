@@ -246,11 +246,7 @@ impl DecisionLog {
         let read = self.read_at(&mut buffer, at + FRAME_HEADER_BYTES as u64);
         self.buffer = buffer;
         read?;
-        if self.unpacker.is_none() {
-            self.unpacker = Some(Unpacker::new().map_err(|e| io_error("unpack", &self.path, e))?);
-        }
-        let unpacker = self.unpacker.as_mut().expect("made above");
-        match unpacker.unpack(&self.buffer, entries) {
+        match self.unpacker.get_or_insert_with(Unpacker::new).unpack(&self.buffer, entries) {
             Ok(entries) => Ok(entries),
             Err(e) => Err(DiskError::Damaged { path: self.path.clone(), what: e.what() }),
         }

@@ -130,11 +130,11 @@ pub(super) struct Unpacker {
 }
 
 impl Unpacker {
-    pub fn new() -> std::io::Result<Unpacker> {
-        Ok(Unpacker {
-            raw: Vec::with_capacity(FRAME_ENTRIES * ENTRY_BYTES),
-            decompressor: zstd::bulk::Decompressor::new()?,
-        })
+    pub fn new() -> Unpacker {
+        // zstd fails here only if it cannot allocate, which aborts
+        // everywhere else too.
+        let decompressor = zstd::bulk::Decompressor::new().expect("zstd allocates a decompression context");
+        Unpacker { raw: Vec::with_capacity(FRAME_ENTRIES * ENTRY_BYTES), decompressor }
     }
 
     /// The entries of a frame whose header gave `entries` and whose

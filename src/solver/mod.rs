@@ -909,7 +909,7 @@ fn step(
                 let units = units_of(&this_ref.index, &jobs[k].1);
                 let (w, sb) = (k % stages, slice_of[k]);
                 let due_groups: Vec<usize> = jobs[k].1.iter().copied().filter(|&g| due(g)).collect();
-                owns[w].fill_due(this_ref.files().schedule(), (&pm, &vm), &due_groups, depth, io)?;
+                owns[w].fill_due(this_ref.files().schedule(), (&pm, &vm), (this_ref, &due_groups), depth, io)?;
                 let (first_byte, len) = slice_at[sb];
                 let map = Span { layout: &target.planes, first_byte, element_bytes: 4 };
                 let reports = if stages == 2 && k + 1 < jobs.len() {

@@ -12,7 +12,7 @@
 
 use super::capture_schedule::CaptureSchedule;
 use super::disk::{AlignedBuf, DiskIo};
-use super::entries::{ENTRY_BYTES, entry};
+use super::entries::{self, Unpacker};
 use super::lanes::{Lane, LaneLayout, SegmentMap, carve_mut};
 use super::schedule::MoverSlices;
 use super::work_files::PLANE_LANES;
@@ -57,6 +57,8 @@ pub(super) struct OwnBuffers {
     planes: Vec<AlignedBuf>,
     values: AlignedBuf,
     due: AlignedBuf,
+    /// Unpacks the capture schedule's frames into `due`.
+    unpacker: Unpacker,
 }
 
 /// The streamed pair's buffers.
@@ -78,7 +80,7 @@ impl Window {
         for &slice_bytes in slice_bytes {
             let planes = (0..5).map(|_| AlignedBuf::zeroed(plane_bytes as usize)).collect::<Result<_, _>>()?;
             let (values, due) = (AlignedBuf::zeroed(value_bytes as usize)?, AlignedBuf::zeroed(plane_bytes as usize)?);
-            owns.push(OwnBuffers { planes, values, due });
+            owns.push(OwnBuffers { planes, values, due, unpacker: Unpacker::new() });
             slices.push(AlignedBuf::zeroed(slice_bytes as usize)?);
         }
         Ok(Window { owns, slices, io: IoTotals::default() })
@@ -256,30 +258,28 @@ impl OwnBuffers {
 
     /// Fills the due-states plane of `groups` with the card states whose
     /// capture value falls due at `depth_plies`, from the schedule. The
-    /// entries are read into the groups' value segments first (at most 8
-    /// bytes per layout, there are 30).
+    /// chunks are read into the groups' value segments first (30 bytes per
+    /// layout, padded; packed entries take about 8 at most).
     pub fn fill_due(
         &mut self,
         schedule: &CaptureSchedule,
         (plane_map, value_map): (&Packed, &Packed),
-        groups: &[usize],
+        (work, groups): (&Work, &[usize]),
         depth_plies: u16,
         io: &mut IoTotals,
     ) -> Result<(), SolveError> {
         for &g in groups {
-            let chunk = schedule.index().chunk(g, depth_plies);
             let (planes, values) = (plane_map.elements(g), value_map.elements(g));
-            let len = (chunk.end - chunk.start) as usize;
-            assert!(len / ENTRY_BYTES <= planes.len(), "at most one schedule entry per layout and depth");
-            let entries = &mut self.values.bytes_mut()[values.start..values.start + len];
-            schedule.read(chunk, entries)?;
-            io.bytes_read += len as u64;
+            let room = values.start..values.start + padded_len(&work.values, g) as usize;
+            assert!(room.len() >= entries::frames_bound(planes.len()), "room for a chunk of the group");
             let due = &mut self.due.words_mut()[planes];
             due.fill(0);
-            for bytes in self.values.bytes()[values.start..values.start + len].chunks_exact(ENTRY_BYTES) {
-                let (n, states) = entry(bytes);
+            let chunk = &mut self.values.bytes_mut()[room];
+            io.bytes_read += schedule.for_each_due((g, depth_plies), chunk, &mut self.unpacker, |n, states| {
+                // At most one entry per layout and depth.
+                debug_assert_eq!(due[n], 0);
                 due[n] = states;
-            }
+            })?;
         }
         Ok(())
     }
