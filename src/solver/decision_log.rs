@@ -213,13 +213,13 @@ impl DecisionLog {
                 }
                 let mut seen = 0u32;
                 while at < chunk_end {
-                    let entries = self.read_frame(at, chunk_end)?;
+                    let (frame_bytes, entries) = self.read_frame(at, chunk_end)?;
                     for bytes in entries.chunks_exact(ENTRY_BYTES) {
                         let (layout, states) = entry(bytes);
                         visit(group, depth, layout, states);
                     }
                     seen = seen.saturating_add((entries.len() / ENTRY_BYTES) as u32);
-                    at += (FRAME_HEADER_BYTES + self.buffer.len()) as u64;
+                    at += frame_bytes as u64;
                 }
                 if seen != count {
                     return Err(self.damaged("a chunk holds another number of entries than its header says"));
@@ -232,9 +232,9 @@ impl DecisionLog {
         Ok(())
     }
 
-    /// Reads and unpacks the frame at `at` (which must end by `end`): its
-    /// compressed bytes are left in the buffer, its entries returned.
-    fn read_frame(&mut self, at: u64, end: u64) -> Result<&[u8], DiskError> {
+    /// Reads and unpacks the frame at `at` (which must end by `end`, read
+    /// into the buffer); returns its bytes in the file and its entries.
+    fn read_frame(&mut self, at: u64, end: u64) -> Result<(usize, &[u8]), DiskError> {
         let mut header = [0u8; FRAME_HEADER_BYTES];
         self.read_at(&mut header, at)?;
         let (entries, compressed) = entries::frame_header(header).map_err(|e| self.damaged(e.what()))?;
@@ -247,7 +247,7 @@ impl DecisionLog {
         self.buffer = buffer;
         read?;
         match self.unpacker.get_or_insert_with(Unpacker::new).unpack(&self.buffer, entries) {
-            Ok(entries) => Ok(entries),
+            Ok(entries) => Ok((FRAME_HEADER_BYTES + compressed, entries)),
             Err(e) => Err(DiskError::Damaged { path: self.path.clone(), what: e.what() }),
         }
     }

@@ -52,48 +52,56 @@ pub(super) fn frames_bound(entries: usize) -> usize {
     full * frame_bound(FRAME_ENTRIES) + frame_bound(entries % FRAME_ENTRIES)
 }
 
+/// Raw bytes of a full frame.
+pub(super) const FRAME_BYTES: usize = FRAME_ENTRIES * ENTRY_BYTES;
+
 thread_local! {
-    /// Per thread (rayon workers encode groups in parallel): one frame's
-    /// entries before compression, and the compressor, made once.
-    static ENCODER: RefCell<Option<(Vec<u8>, zstd::bulk::Compressor<'static>)>> = const { RefCell::new(None) };
+    /// Per thread (rayon workers encode groups in parallel), made once: the
+    /// compressor, and one frame's entries before compression.
+    static COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> = const { RefCell::new(None) };
+    static RAW_FRAME: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Packs `raw`, at most [`FRAME_ENTRIES`] entries as bytes, as one frame
+/// into `into` (which must hold [`frames_bound`] of them); returns the
+/// bytes written.
+pub(super) fn pack_frame(raw: &[u8], into: &mut [u8]) -> usize {
+    debug_assert!(raw.len() <= FRAME_BYTES && raw.len().is_multiple_of(ENTRY_BYTES));
+    COMPRESSOR.with_borrow_mut(|compressor| {
+        let compressor = compressor.get_or_insert_with(|| {
+            let mut compressor = zstd::bulk::Compressor::new(FRAME_LEVEL).expect("zstd level 1 exists");
+            // A frame checks itself when unpacked (4 bytes): the files
+            // have no other checksum.
+            let checksum = zstd::zstd_safe::CParameter::ChecksumFlag(true);
+            compressor.set_parameter(checksum).expect("zstd frames have checksums");
+            compressor
+        });
+        let payload = &mut into[FRAME_HEADER_BYTES..];
+        assert!(payload.len() >= zstd::zstd_safe::compress_bound(raw.len()), "room for the frame's bound");
+        let compressed = compressor.compress_to_buffer(raw, payload).expect("room for the frame");
+        into[..4].copy_from_slice(&((raw.len() / ENTRY_BYTES) as u32).to_le_bytes());
+        into[4..FRAME_HEADER_BYTES].copy_from_slice(&(compressed as u32).to_le_bytes());
+        FRAME_HEADER_BYTES + compressed
+    })
 }
 
 /// Encodes `entries` as frames into `into`, which must hold
 /// [`frames_bound`] of their number; returns the bytes written and the
 /// number of entries.
 pub(super) fn encode(entries: impl Iterator<Item = (usize, u32)>, into: &mut [u8]) -> (usize, u32) {
-    ENCODER.with_borrow_mut(|codec| {
-        let (raw, compressor) = codec.get_or_insert_with(|| {
-            let mut compressor = zstd::bulk::Compressor::new(FRAME_LEVEL).expect("zstd level 1 exists");
-            // A frame checks itself when unpacked (4 bytes): the files
-            // have no other checksum.
-            let checksum = zstd::zstd_safe::CParameter::ChecksumFlag(true);
-            compressor.set_parameter(checksum).expect("zstd frames have checksums");
-            (Vec::with_capacity(FRAME_ENTRIES * ENTRY_BYTES), compressor)
-        });
-        raw.clear();
-        let (mut len, mut count) = (0, 0u32);
-        let mut put_frame = |raw: &mut Vec<u8>, len: &mut usize| {
-            let entries = (raw.len() / ENTRY_BYTES) as u32;
-            let payload = &mut into[*len + FRAME_HEADER_BYTES..];
-            assert!(payload.len() >= zstd::zstd_safe::compress_bound(raw.len()), "room for the frames' bound");
-            let compressed = compressor.compress_to_buffer(&raw[..], payload).expect("room for the frame");
-            into[*len..*len + 4].copy_from_slice(&entries.to_le_bytes());
-            into[*len + 4..*len + 8].copy_from_slice(&(compressed as u32).to_le_bytes());
-            *len += FRAME_HEADER_BYTES + compressed;
-            raw.clear();
-        };
+    RAW_FRAME.with_borrow_mut(|raw| {
+        raw.resize(FRAME_BYTES, 0);
+        let (mut len, mut count, mut at) = (0, 0u32, 0);
         for (layout, states) in entries {
-            let at = raw.len();
-            raw.resize(at + ENTRY_BYTES, 0);
             put_entry(&mut raw[at..], layout, states);
-            count += 1;
-            if raw.len() == FRAME_ENTRIES * ENTRY_BYTES {
-                put_frame(raw, &mut len);
+            (at, count) = (at + ENTRY_BYTES, count + 1);
+            if at == FRAME_BYTES {
+                len += pack_frame(raw, &mut into[len..]);
+                at = 0;
             }
         }
-        if !raw.is_empty() {
-            put_frame(raw, &mut len);
+        if at > 0 {
+            len += pack_frame(&raw[..at], &mut into[len..]);
         }
         (len, count)
     })
@@ -136,7 +144,7 @@ impl Unpacker {
         // zstd fails here only if it cannot allocate, which aborts
         // everywhere else too.
         let decompressor = zstd::bulk::Decompressor::new().expect("zstd allocates a decompression context");
-        Unpacker { raw: Vec::with_capacity(FRAME_ENTRIES * ENTRY_BYTES), decompressor }
+        Unpacker { raw: Vec::with_capacity(FRAME_BYTES), decompressor }
     }
 
     /// The entries of a frame whose header gave `entries` and whose
