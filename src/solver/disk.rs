@@ -12,6 +12,7 @@ use memmap2::MmapMut;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::ops::Range;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -152,6 +153,39 @@ impl LaneFile {
     pub fn sync(&self) -> Result<(), DiskError> {
         self.file.sync_data().map_err(|e| io_error("sync", &self.path, e))
     }
+
+    /// Gives `range` (segment-aligned) back to the file system: it reads as
+    /// zeros from now on and takes no disk. The file keeps its size. On a
+    /// file system that cannot punch holes the bytes stay (and take disk),
+    /// which is harmless: whoever calls this no longer reads them, or wants
+    /// zeros and has written none elsewhere, so they must be written.
+    pub fn punch(&self, range: Range<u64>) -> Result<Punched, DiskError> {
+        debug_assert_eq!(range.start % SEGMENT_ALIGN_BYTES, 0);
+        if range.is_empty() {
+            return Ok(Punched::Yes);
+        }
+        let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        let (offset, len) = (range.start as libc::off_t, (range.end - range.start) as libc::off_t);
+        // SAFETY: fallocate on a file descriptor this struct owns; no memory
+        // is passed.
+        let done = unsafe { libc::fallocate(self.file.as_raw_fd(), mode, offset, len) };
+        if done == 0 {
+            return Ok(Punched::Yes);
+        }
+        let cause = io::Error::last_os_error();
+        match cause.raw_os_error() {
+            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => Ok(Punched::Unsupported),
+            _ => Err(io_error("free part of", &self.path, cause)),
+        }
+    }
+}
+
+/// Whether [`LaneFile::punch`] freed the range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Punched {
+    Yes,
+    /// The file system keeps the bytes (they are not zeroed either).
+    Unsupported,
 }
 
 /// The hot-path I/O of a streamed solve: reads and writes of lane ranges

@@ -1126,7 +1126,7 @@ fn record_pair(
     })?;
     for (work, slots) in works.iter_mut().zip(kept) {
         if let Storage::OnDisk(files) = &mut work.storage {
-            files.keep(slots);
+            files.keep(slots)?;
         }
     }
     cp.last = Instant::now();

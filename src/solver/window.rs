@@ -219,7 +219,20 @@ impl OwnBuffers {
             for (g, range) in plane_map.entries.iter().filter(|(g, _)| changed(*g)) {
                 let len = padded_len(&work.planes, *g) as usize;
                 let from = &self.planes[i].bytes()[range.start * 4..range.start * 4 + len];
-                disk.write(work.files().write_file(lane, *g), work.planes.segment(*g).start, from)?;
+                // A segment of zeros (most of `fresh` and `held`, late in a
+                // pair) is stored as a hole: no disk, no write. Nothing of
+                // this segment is queued (a pass writes a group once and
+                // drains before the next pass), so the punch cannot race a
+                // write of it.
+                let file = if is_zero(from) {
+                    match work.files().write_zeros(lane, *g)? {
+                        None => continue,
+                        Some(file) => file,
+                    }
+                } else {
+                    work.files().write_file(lane, *g)
+                };
+                disk.write(file, work.planes.segment(*g).start, from)?;
                 io.bytes_written += len as u64;
             }
         }
@@ -472,6 +485,12 @@ pub(super) fn streamed_minimum(works: &[Work], captured: &[Option<&FinishedMater
 }
 
 /// Bytes a group's segment takes with its padding.
+/// Is every byte of `bytes` zero? (OR-folded in chunks, which the compiler
+/// vectorises: segments are megabytes.)
+fn is_zero(bytes: &[u8]) -> bool {
+    bytes.chunks(64).all(|chunk| chunk.iter().fold(0, |any, &b| any | b) == 0)
+}
+
 pub(super) fn padded_len(layout: &LaneLayout, g: usize) -> u64 {
     let span = layout.span(g..g + 1);
     span.end - span.start

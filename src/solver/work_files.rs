@@ -7,15 +7,19 @@
 //! was taken (the *kept* slot); until the next checkpoint every write of
 //! that segment goes to the other slot. So the planes a checkpoint names are
 //! never overwritten while it is the latest, and nothing is copied to take
-//! one. The value lane has a single file: a step rerun after `kill -9` over
-//! lane is written only by initialisation and finishing, never by steps:
+//! one. Once a newer checkpoint is durable, the segments the older one named
+//! and the newer does not are punched out of their files, and a plane
+//! segment of zeros is stored as a hole: so the planes take about one copy
+//! of disk plus what was written since the last checkpoint, not two copies.
+//! The value lane has a single file, written only by initialisation and
+//! finishing, never by steps:
 //! they append what they decide to the material's decision log
 //! (`decision_log`), which a checkpoint records by its length. Knows
 //! nothing of moves or steps.
 
 use super::capture_schedule::{self, CaptureSchedule};
 use super::decision_log::{DecisionLog, LogMark};
-use super::disk::{DiskError, DiskIo, LaneFile, lane_path, slot_path};
+use super::disk::{DiskError, DiskIo, LaneFile, Punched, lane_path, slot_path};
 use super::lanes::{Lane, LaneLayout};
 use crate::blockio::FileId;
 use crate::index::Material;
@@ -26,6 +30,9 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// Plane lanes in slot-bit order: bit `i` of a group's slot byte is the slot
 /// of lane `PLANE_LANES[i]`.
 pub(super) const PLANE_LANES: [Lane; 5] = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::Capture, Lane::Held];
+
+/// Every plane lane's bit of a slot byte.
+const ALL_SLOT_BITS: u8 = (1 << PLANE_LANES.len()) - 1;
 
 fn plane_bit(lane: Lane) -> u8 {
     let i = PLANE_LANES.iter().position(|&l| l == lane).expect("a plane lane");
@@ -49,6 +56,8 @@ pub(super) struct MaterialFiles {
     /// Which states' capture values fall due when (written by
     /// initialisation, read by steps).
     schedule: CaptureSchedule,
+    /// Where each group's segment lies in a plane file.
+    plane_layout: LaneLayout,
 }
 
 /// The name of a material's decision log.
@@ -110,7 +119,53 @@ impl MaterialFiles {
         }
         let values = open(&lane_path(dir, material, Lane::Values), value_layout.total_bytes())?;
         let live = kept.iter().map(|&slots| AtomicU8::new(slots)).collect();
-        Ok(MaterialFiles { planes, values, live, kept, log: Mutex::new(log), schedule })
+        let files = MaterialFiles {
+            planes,
+            values,
+            live,
+            kept,
+            log: Mutex::new(log),
+            schedule,
+            plane_layout: plane_layout.clone(),
+        };
+        if !create {
+            // What the run before wrote after its last checkpoint (or had
+            // not punched yet) is of no use now.
+            files.punch(|g| (ALL_SLOT_BITS, files.kept[g] ^ ALL_SLOT_BITS))?;
+        }
+        Ok(files)
+    }
+
+    /// Punches out, per group, the segments of the plane lanes whose bits
+    /// `slots_of(g)` gives, from the slot each bit names.
+    fn punch(&self, slots_of: impl Fn(usize) -> (u8, u8)) -> Result<(), DiskError> {
+        for (i, files) in self.planes.iter().enumerate() {
+            let bit = 1u8 << i;
+            // Consecutive groups' segments are adjacent: one call per run.
+            let mut runs: [Option<std::ops::Range<u64>>; 2] = [None, None];
+            for g in 0..self.kept.len() {
+                let (lanes, slots) = slots_of(g);
+                if lanes & bit == 0 {
+                    continue;
+                }
+                let slot = (slots & bit != 0) as usize;
+                let span = self.plane_layout.span(g..g + 1);
+                match &mut runs[slot] {
+                    Some(run) if run.end == span.start => run.end = span.end,
+                    run => {
+                        if let Some(done) = run.replace(span) {
+                            files[slot].0.punch(done)?;
+                        }
+                    }
+                }
+            }
+            for (slot, run) in runs.into_iter().enumerate() {
+                if let Some(run) = run {
+                    files[slot].0.punch(run)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The file to read group `g`'s segment of `lane` from.
@@ -163,10 +218,29 @@ impl MaterialFiles {
     }
 
     /// The checkpoint naming `slots` is durable: from now on writes must
-    /// spare those.
-    pub fn keep(&mut self, slots: Vec<u8>) {
+    /// spare those, and the segments only the checkpoint before named are
+    /// freed.
+    pub fn keep(&mut self, slots: Vec<u8>) -> Result<(), DiskError> {
         debug_assert_eq!(slots.len(), self.kept.len());
-        self.kept = slots;
+        let old = std::mem::replace(&mut self.kept, slots);
+        self.punch(|g| (old[g] ^ self.kept[g], old[g]))
+    }
+
+    /// Stores group `g`'s segment of `lane` as zeros: as a hole in the slot
+    /// [`MaterialFiles::write_file`] would pick, or, where the file system
+    /// cannot punch holes, by handing back that file for the caller to
+    /// write the zeros to.
+    pub fn write_zeros(&self, lane: Lane, g: usize) -> Result<Option<FileId>, DiskError> {
+        debug_assert_ne!(lane, Lane::Values, "value files are written whole");
+        let file = self.write_file(lane, g);
+        let bit = plane_bit(lane);
+        let slot = (self.live[g].load(Ordering::Relaxed) & bit != 0) as usize;
+        let (lane_file, id) = &self.planes[bit.trailing_zeros() as usize][slot];
+        debug_assert_eq!(*id, file);
+        match lane_file.punch(self.plane_layout.span(g..g + 1))? {
+            Punched::Yes => Ok(None),
+            Punched::Unsupported => Ok(Some(file)),
+        }
     }
 
     /// The material is finished: syncs its values, forgets every file,
@@ -226,7 +300,7 @@ mod tests {
         files.schedule_mut().seal().unwrap();
         let (slots, mark) = files.sync(&mut disk).unwrap();
         assert_eq!(slots[3], plane_bit(Lane::Won));
-        files.keep(slots.clone());
+        files.keep(slots.clone()).unwrap();
         assert_eq!(files.read_file(Lane::Won, 3), written);
         assert_eq!(files.write_file(Lane::Won, 3), first);
         // Reopening with the kept slots reads what the checkpoint named.
@@ -237,5 +311,52 @@ mod tests {
         remove_planes(dir.path(), material);
         assert!(!slot_path(dir.path(), material, Lane::Won, 1).exists());
         assert!(lane_path(dir.path(), material, Lane::Values).exists());
+    }
+
+    /// Disk a file takes (allocated blocks), not its size.
+    fn allocated_bytes(path: &Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).unwrap().blocks() * 512
+    }
+
+    #[test]
+    fn planes_take_one_copy_once_a_checkpoint_is_durable() {
+        let dir = tempfile::tempdir().unwrap();
+        let material = Material::new(2, 2);
+        let index = MaterialIndex::new(material);
+        let (planes, values) = (LaneLayout::new(&index, 4), LaneLayout::new(&index, 30));
+        let mut disk = DiskIo::new(IoChoice::Pread, 64 << 10, 2).unwrap();
+        let groups = index.groups().len();
+        let mut files = MaterialFiles::create(dir.path(), material, &planes, &values, groups, &mut disk).unwrap();
+        let (slot0, slot1) =
+            (slot_path(dir.path(), material, Lane::Won, 0), slot_path(dir.path(), material, Lane::Won, 1));
+        let g = (0..groups).max_by_key(|&g| planes.segment(g).end - planes.segment(g).start).unwrap();
+        let span = planes.span(g..g + 1);
+        let mut ones = crate::solver::disk::AlignedBuf::zeroed((span.end - span.start) as usize).unwrap();
+        ones.bytes_mut().fill(0xff);
+        // The first write goes to slot 1; once a checkpoint naming it is
+        // durable, slot 0's copy (here never written) stays a hole and the
+        // next write goes to slot 0.
+        disk.write(files.write_file(Lane::Won, g), span.start, ones.bytes()).unwrap();
+        files.schedule_mut().seal().unwrap();
+        let (slots, _) = files.sync(&mut disk).unwrap();
+        files.keep(slots).unwrap();
+        assert!(allocated_bytes(&slot1) >= span.end - span.start);
+        disk.write(files.write_file(Lane::Won, g), span.start, ones.bytes()).unwrap();
+        let (slots, _) = files.sync(&mut disk).unwrap();
+        assert!(allocated_bytes(&slot0) >= span.end - span.start);
+        assert!(allocated_bytes(&slot1) >= span.end - span.start, "the durable checkpoint still names slot 1");
+        files.keep(slots).unwrap();
+        assert_eq!(allocated_bytes(&slot1), 0, "slot 1's copy is freed once slot 0's is named");
+        // Zeros are stored as a hole, in the slot a write would have used.
+        assert_eq!(files.write_zeros(Lane::Won, g).unwrap(), None);
+        assert_eq!(files.read_file(Lane::Won, g), files.write_file(Lane::Won, g));
+        let (slots, _) = files.sync(&mut disk).unwrap();
+        files.keep(slots).unwrap();
+        assert_eq!(allocated_bytes(&slot0) + allocated_bytes(&slot1), 0);
+        let mut back = crate::solver::disk::AlignedBuf::zeroed(ones.len()).unwrap();
+        back.bytes_mut().fill(7);
+        disk.read(files.read_file(Lane::Won, g), span.clone(), &mut back.bytes_mut()[..ones.len()]).unwrap();
+        assert!(back.bytes()[..ones.len()].iter().all(|&b| b == 0));
     }
 }

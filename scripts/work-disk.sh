@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Peak disk use of a streamed generation's work directory: runs `onitb
+# generate --work` (release build, or the binary in $ONITB) and samples the
+# disk its work files take (allocated blocks, so sparse files count only
+# what they hold) every half second. Prints the peak, and at the peak the
+# bytes per kind of file (planes in both slots, decision logs, capture
+# schedules, values), so what a bigger table would need can be scaled from
+# a smaller one.
+#
+# usage: scripts/work-disk.sh MEN MEM [extra generate args...]
+#   scripts/work-disk.sh 6 32MiB
+set -euo pipefail
+men=${1:?usage: scripts/work-disk.sh MEN MEM [extra generate args...]}
+mem=${2:?usage: scripts/work-disk.sh MEN MEM [extra generate args...]}
+shift 2
+cd "$(dirname "$0")/.."
+if [ -z "${ONITB:-}" ]; then
+  cargo build --release --quiet --bin onitb
+  ONITB=$PWD/target/release/onitb
+fi
+scratch=$(mktemp -d -p "$PWD/target")
+trap 'kill "$pid" 2>/dev/null || true; rm -rf "$scratch"' EXIT
+"$ONITB" generate --men "$men" --mem "$mem" --work "$scratch/work" --out "$scratch/out" --quiet "$@" \
+  >"$scratch/stdout" &
+pid=$!
+peak=0
+breakdown=""
+# Bytes allocated per kind of work file, as "kind bytes" lines.
+kinds() {
+  { find "$scratch/work" -type f -printf '%f %b\n' 2>/dev/null || true; } | awk '
+    { kind = $1; sub(/^[^.]*\./, "", kind); sub(/\.[01]$/, " planes", kind)
+      if (kind ~ / planes$/) kind = "planes"
+      bytes[kind] += $2 * 512 }
+    END { for (k in bytes) printf "%s %.0f\n", k, bytes[k] }' | sort
+}
+while kill -0 "$pid" 2>/dev/null; do
+  now=$({ find "$scratch/work" -type f -printf '%b\n' 2>/dev/null || true; } | awk '{ s += $1 * 512 } END { printf "%.0f\n", s }')
+  if [ "$now" -gt "$peak" ]; then
+    peak=$now
+    breakdown=$(kinds)
+  fi
+  sleep 0.5
+done
+wait "$pid"
+echo "peak work-directory disk: $peak bytes"
+echo "at the peak, by kind of file:"
+echo "$breakdown" | awk '{ printf "  %-16s %15s\n", $1, $2 }'
