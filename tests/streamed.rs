@@ -115,13 +115,12 @@ fn the_announced_plan_is_what_the_solver_does() {
     assert!(plan.iter().any(|p| p.streamed) && plan.iter().any(|p| !p.streamed), "{plan:?}");
 }
 
-/// A streamed pair's value file stays a hole through initialisation and the
-/// steps (the capture schedule and the decision log stand in for it), so it
-/// takes no disk until finishing writes it.
+/// Values never take their raw size on disk: a streamed pair has no value
+/// file through initialisation and the steps (the capture schedule and the
+/// decision log stand in for it), and every finished material is packed.
 #[test]
-fn streamed_value_files_take_no_disk_until_finishing() {
+fn values_take_no_raw_disk_and_finished_materials_are_packed() {
     use onitb::solver::Progress;
-    use std::os::unix::fs::MetadataExt;
     use std::sync::Mutex;
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path().join("work");
@@ -135,20 +134,33 @@ fn streamed_value_files_take_no_disk_until_finishing() {
     };
     let in_progress = Mutex::new(Vec::new());
     let steps_seen = Mutex::new(0u32);
+    let packed_seen = Mutex::new(std::collections::BTreeSet::new());
+    let names = || -> Vec<String> {
+        std::fs::read_dir(&work).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+    };
     let check = |p: Progress| match p {
         Progress::MaterialStarted { materials, .. } => *in_progress.lock().unwrap() = materials.to_vec(),
         Progress::Step { depth_plies, .. } => {
+            let names = names();
+            assert!(!names.iter().any(|n| n.ends_with(".values")), "a raw value file at step {depth_plies}: {names:?}");
             for material in in_progress.lock().unwrap().iter() {
-                let path = work.join(format!("{material}.values"));
-                let meta = std::fs::metadata(&path).unwrap();
-                assert!(meta.len() > 0, "{} is sized for its lane", path.display());
-                assert_eq!(meta.blocks(), 0, "{} holds data at step {depth_plies}", path.display());
+                let packed = format!("{material}.packed");
+                assert!(!names.contains(&packed), "{packed} before its pair is finished");
             }
             *steps_seen.lock().unwrap() += 1;
+        }
+        Progress::MaterialDone { materials } => {
+            for material in materials {
+                let bytes = std::fs::metadata(work.join(format!("{material}.packed"))).unwrap().len();
+                let raw = onitb::index::MaterialIndex::new(material).layouts() * 30;
+                assert!(bytes < raw / 2, "{material}: {bytes} packed bytes for {raw} raw");
+                packed_seen.lock().unwrap().insert(material);
+            }
         }
         _ => {}
     };
     let solved = solver::solve_with(&rules(NoMoveRule::Loss), 2, &config, &check).unwrap();
     assert!(*steps_seen.lock().unwrap() > 10);
+    assert_eq!(packed_seen.lock().unwrap().len(), 4, "1v1, 1v2, 2v1, 2v2");
     assert_same(&Table::generate(&rules(NoMoveRule::Loss), 2).unwrap(), &solved.into_table().unwrap());
 }

@@ -81,6 +81,11 @@ impl LaneLayout {
         LaneLayout { offsets, lens, bytes_per_layout }
     }
 
+    /// Number of groups (segments).
+    pub fn groups(&self) -> usize {
+        self.lens.len()
+    }
+
     /// Padded length of the whole lane in bytes.
     pub fn total_bytes(&self) -> u64 {
         *self.offsets.last().expect("a lane has an end offset")

@@ -39,22 +39,24 @@ mod flags;
 mod kernel;
 pub mod lanes;
 mod move_lists;
+mod packed_values;
 mod schedule;
 mod window;
 mod work_files;
 
-use crate::blockio::{FileId, IoBackendKind, IoChoice};
+use crate::blockio::{IoBackendKind, IoChoice};
 use crate::index::{Material, MaterialIndex};
 use crate::rules::{CARD_STATES, MAX_PIECES_PER_SIDE, Rules};
 use crate::table::{SolvedMaterial, Table};
 use crate::value::{MAX_LOSS_PLIES, Value};
 use checkpoint::{Checkpoint, PairRecord, WorkRecord};
 use decision_log::{DecisionLog, LogMark};
-use disk::{AlignedBuf, DiskError, DiskIo, LaneFile, lane_path};
+use disk::{AlignedBuf, DiskError, DiskIo};
 use flags::{GroupFlags, SideFlags};
 use kernel::{EventDepths, Landing, MoveTable, ROWS, StepInput, StepValues, Unit, UnitReport};
 use lanes::{Lane, LaneLayout, ResidentLanes, SEGMENT_ALIGN_BYTES, SegmentMap, Span, carve_mut};
 use move_lists::{CountedMoves, MoveLists};
+use packed_values::{PackedValues, PackedWriter};
 use rayon::prelude::*;
 use schedule::MoverSlices;
 use std::collections::{BTreeMap, BTreeSet};
@@ -242,7 +244,7 @@ impl Work {
         let storage = match streamed_in {
             None => Storage::Resident(ResidentLanes::new(&planes, &values)),
             Some(StreamedIn { dir, disk, resume: None }) => {
-                Storage::OnDisk(Box::new(MaterialFiles::create(dir, material, &planes, &values, count, disk)?))
+                Storage::OnDisk(Box::new(MaterialFiles::create(dir, material, &planes, count, disk)?))
             }
             Some(StreamedIn { dir, disk, resume: Some(record) }) => {
                 let damaged = || SolveError::DamagedCheckpoint(material);
@@ -257,7 +259,7 @@ impl Work {
                     };
                 }
                 let mark = LogMark { bytes: record.log_bytes, segments: record.log_steps.clone() };
-                Storage::OnDisk(Box::new(MaterialFiles::reopen(dir, material, (&planes, &values), slots, mark, disk)?))
+                Storage::OnDisk(Box::new(MaterialFiles::reopen(dir, material, &planes, slots, mark, disk)?))
             }
         };
         Ok(Work {
@@ -309,7 +311,8 @@ fn value_span(layout: &LaneLayout) -> Span<'_> {
     Span { layout, first_byte: 0, element_bytes: 1 }
 }
 
-/// A finished material: its value lane, in memory or in a work file.
+/// A finished material: its value lane, in memory or packed in the work
+/// directory.
 pub struct FinishedMaterial {
     index: MaterialIndex,
     values_layout: LaneLayout,
@@ -318,7 +321,7 @@ pub struct FinishedMaterial {
 
 enum FinishedValues {
     Resident(Vec<u8>),
-    OnDisk(LaneFile),
+    Packed(PackedValues),
 }
 
 impl FinishedMaterial {
@@ -333,21 +336,15 @@ impl FinishedMaterial {
     /// Hands the value bytes, without segment padding and in layout order,
     /// to `sink` one group segment at a time (at most one group in memory).
     pub fn for_each_chunk<E: From<SolveError>>(&self, mut sink: impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
-        let mut buffer = None;
+        let mut buffer = Vec::new();
         for g in 0..self.index.groups().len() {
             let segment = self.values_layout.segment(g);
             match &self.values {
                 FinishedValues::Resident(values) => sink(&values[segment.start as usize..segment.end as usize])?,
-                FinishedValues::OnDisk(file) => {
-                    let padded = self.values_layout.span(g..g + 1);
-                    let len = (padded.end - padded.start) as usize;
-                    let buffer: &mut AlignedBuf = match &mut buffer {
-                        Some(b) if AlignedBuf::len(b) >= len => b,
-                        _ => buffer.insert(AlignedBuf::zeroed(len).map_err(SolveError::from)?),
-                    };
-                    let bytes = &mut buffer.bytes_mut()[..len];
-                    file.read(padded, bytes).map_err(SolveError::from)?;
-                    sink(&bytes[..(segment.end - segment.start) as usize])?;
+                FinishedValues::Packed(packed) => {
+                    buffer.resize((segment.end - segment.start) as usize, 0);
+                    packed.read_group(g, &mut buffer).map_err(SolveError::from)?;
+                    sink(&buffer)?;
                 }
             }
         }
@@ -690,7 +687,7 @@ struct Captured<'a> {
 
 enum CapturedValues<'a> {
     Resident(&'a [u8]),
-    OnDisk(FileId),
+    Packed(&'a PackedValues),
 }
 
 /// Resident lanes as the own lanes of the whole material.
@@ -746,10 +743,15 @@ fn initialize(
                     if range.is_empty() {
                         continue;
                     }
-                    let CapturedValues::OnDisk(file) = c.values else { unreachable!("streamed pairs stream captures") };
-                    let (first_byte, len) = window.load_slice(disk, |_| file, c.layout, range)?;
+                    let CapturedValues::Packed(packed) = c.values else {
+                        unreachable!("streamed pairs unpack captures")
+                    };
+                    let span = c.layout.span(range.clone());
+                    let (first_byte, len) = (span.start, (span.end - span.start) as usize);
+                    let Window { owns, slices, io, .. } = &mut *window;
+                    unpack_groups(packed, c.layout, range.clone(), &mut slices[0].bytes_mut()[..len])?;
+                    io.bytes_read += packed.packed_bytes(range);
                     let map = Span { layout: c.layout, first_byte, element_bytes: 1 };
-                    let Window { owns, slices, .. } = &mut *window;
                     let region = ReadRegion { map: &map, data: &slices[0].bytes()[..len] };
                     run_fold(moves, &work.index, &units, owns[0].own(&pm, &vm), c.index, &region, 1 << row);
                 }
@@ -759,7 +761,7 @@ fn initialize(
             // need of them, and finishing makes them from the planes and
             // the decision log, so the value file stays a hole until then.
             let written = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::Capture];
-            window.store(disk, work, (&pm, &vm), &written, |_| true)?;
+            window.store(disk, work, &pm, &written, |_| true)?;
             // The batch's capture schedule, sorted by depth in the slice
             // buffer (free once the captures are folded).
             let Window { owns, slices, .. } = &mut *window;
@@ -946,10 +948,10 @@ fn step(
                 log_decisions(this_ref, &units, &reports, (&pm, &vm), owns[w].decided_and_scratch())?;
                 let changed: BTreeSet<usize> =
                     units.iter().zip(&reports).filter(|(_, r)| r.modified).map(|(u, _)| u.0).collect();
-                owns[w].store(disk, this_ref, (&pm, &vm), written, |g| changed.contains(&g), io)?;
+                owns[w].store(disk, this_ref, &pm, written, |g| changed.contains(&g), io)?;
                 if depth.is_multiple_of(2) {
                     let capture_changed = |g| changed.contains(&g) && due(g);
-                    owns[w].store(disk, this_ref, (&pm, &vm), &[Lane::Capture], capture_changed, io)?;
+                    owns[w].store(disk, this_ref, &pm, &[Lane::Capture], capture_changed, io)?;
                 }
                 if stages == 1 && k + 1 < jobs.len() {
                     // One window: read the next job only now that this one
@@ -1026,8 +1028,9 @@ fn pair_mut<T>(pair: &mut [T], i: usize) -> (&mut T, &mut T) {
 }
 
 /// Undecided states become draws. Streamed, this is where the value bytes
-/// are first written: from the planes (holes, initialisation's decisions,
-/// draws), then the decision log over them.
+/// are first made: from the planes (holes, initialisation's decisions,
+/// draws), then the decision log over them, and packed into the work
+/// directory (`packed_values`) a batch at a time.
 fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result<(), SolveError> {
     let all: Vec<usize> = (0..work.index.groups().len()).collect();
     match window {
@@ -1045,6 +1048,9 @@ fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result
             for (r, &g) in order.iter().enumerate() {
                 rank[g] = r;
             }
+            let Storage::OnDisk(files) = &work.storage else { unreachable!("streamed") };
+            let dir = files.dir().to_path_buf();
+            let mut packer = PackedWriter::create(&dir, work.index.material, &work.values)?;
             for (_, groups) in schedule::opponent_slices(&work.index) {
                 for batch in window.batches(work, &groups) {
                     // The value file holds nothing yet: every byte comes
@@ -1067,9 +1073,13 @@ fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result
                             kernel::set_values(&mut values[n..n + CARD_STATES], states, value.to_byte());
                         },
                     )?;
-                    window.store(disk, work, (&pm, &vm), &[Lane::Values], |_| true)?;
+                    for &g in &batch {
+                        packer.put(g, &window.owns[0].values()[vm.elements(g)])?;
+                    }
                 }
             }
+            let packed = packer.finish(&work.values)?;
+            window.io.bytes_written += packed.packed_bytes(0..work.index.groups().len());
             disk.drain()?;
         }
     }
@@ -1351,41 +1361,38 @@ pub fn solve_with(
         let resumed_at_plies = resume.as_ref().map(|r| r.depth_plies);
         progress(Progress::MaterialStarted { materials: pair, layouts, streamed, resumed_at_plies });
         // Resident pairs hold their captured materials in memory too;
-        // streamed ones read them a slice at a time.
-        let mut loaded: Vec<Option<(AlignedBuf, usize)>> = Vec::new();
-        let mut captured_files: Vec<Option<FileId>> = Vec::new();
+        // streamed ones unpack them a slice at a time.
+        let mut loaded: Vec<Option<AlignedBuf>> = Vec::new();
         for &m in &members {
-            let (bytes, file) = match captured_of(m) {
-                Some(FinishedMaterial { values: FinishedValues::OnDisk(file), values_layout, .. }) => {
-                    if streamed {
-                        let disk = disk.as_mut().expect("opened for streamed pairs");
-                        (None, Some(disk.open(file)?))
-                    } else {
-                        let len = values_layout.total_bytes();
-                        let mut buffer = AlignedBuf::zeroed(len as usize)?;
-                        file.read(0..len, &mut buffer.bytes_mut()[..len as usize])?;
-                        io.bytes_read += len;
-                        (Some((buffer, len as usize)), None)
-                    }
+            let bytes = match captured_of(m) {
+                Some(FinishedMaterial { values: FinishedValues::Packed(packed), values_layout, index, .. })
+                    if !streamed =>
+                {
+                    let len = values_layout.total_bytes() as usize;
+                    let mut buffer = AlignedBuf::zeroed(len)?;
+                    let groups = 0..index.groups().len();
+                    unpack_groups(packed, values_layout, groups.clone(), &mut buffer.bytes_mut()[..len])?;
+                    io.bytes_read += packed.packed_bytes(groups);
+                    Some(buffer)
                 }
-                _ => (None, None),
+                _ => None,
             };
             loaded.push(bytes);
-            captured_files.push(file);
         }
         let captured: Vec<Option<Captured>> = members
             .iter()
-            .zip(loaded.iter().zip(&captured_files))
-            .map(|(&m, (loaded, file))| {
+            .zip(&loaded)
+            .map(|(&m, loaded)| {
                 captured_of(m).map(|c| Captured {
                     index: &c.index,
                     layout: &c.values_layout,
                     slices: MoverSlices::new(&c.index),
-                    values: match (&c.values, loaded, file) {
-                        (_, Some((buffer, len)), _) => CapturedValues::Resident(&buffer.bytes()[..*len]),
-                        (_, None, Some(file)) => CapturedValues::OnDisk(*file),
-                        (FinishedValues::Resident(bytes), None, None) => CapturedValues::Resident(bytes),
-                        (FinishedValues::OnDisk(_), None, None) => unreachable!("loaded or opened above"),
+                    values: match (&c.values, loaded) {
+                        (_, Some(buffer)) => {
+                            CapturedValues::Resident(&buffer.bytes()[..c.values_layout.total_bytes() as usize])
+                        }
+                        (FinishedValues::Resident(bytes), None) => CapturedValues::Resident(bytes),
+                        (FinishedValues::Packed(packed), None) => CapturedValues::Packed(packed),
                     },
                 })
             })
@@ -1440,19 +1447,26 @@ pub fn solve_with(
                 (None, Storage::Resident(lanes)) => FinishedValues::Resident(lanes.into_values()),
                 (Some(dir), Storage::Resident(lanes)) => {
                     let values = lanes.into_values();
-                    let path = lane_path(dir, material, Lane::Values);
-                    let file = LaneFile::open(&path, true, work.values.total_bytes())?;
-                    write_through(&file, &values, io_block as usize)?;
-                    io.bytes_written += values.len() as u64;
-                    file.sync()?;
+                    let mut packer = PackedWriter::create(dir, material, &work.values)?;
+                    for g in 0..work.index.groups().len() {
+                        let segment = work.values.segment(g);
+                        packer.put(g, &values[segment.start as usize..segment.end as usize])?;
+                    }
+                    drop(values);
+                    let packed = packer.finish(&work.values)?;
+                    io.bytes_written += packed.packed_bytes(0..work.index.groups().len());
                     // Plane files of an earlier streamed attempt (resumed
                     // with a budget that now holds the pair) are not needed.
                     work_files::remove_planes(dir, material);
-                    FinishedValues::OnDisk(file)
+                    FinishedValues::Packed(packed)
                 }
                 (Some(dir), Storage::OnDisk(files)) => {
                     let disk = disk.as_mut().expect("opened for streamed pairs");
-                    FinishedValues::OnDisk(files.finish(dir, material, disk)?)
+                    files.finish(dir, material, disk)?;
+                    FinishedValues::Packed(PackedValues::open(
+                        &packed_values::packed_path(dir, material),
+                        &work.values,
+                    )?)
                 }
                 (None, Storage::OnDisk(_)) => unreachable!("lanes on disk need a work directory"),
             };
@@ -1493,16 +1507,24 @@ fn keep_move_lists(moves: &MoveTable, works: &mut [Work], spare_bytes: Option<u6
     }
 }
 
-/// Writes `bytes` (a lane: a whole number of segments) from the start of
-/// `file` through one aligned buffer of `chunk_bytes`, as O_DIRECT needs.
-fn write_through(file: &LaneFile, bytes: &[u8], chunk_bytes: usize) -> Result<(), SolveError> {
-    debug_assert_eq!(bytes.len() as u64 % SEGMENT_ALIGN_BYTES, 0);
-    debug_assert_eq!(chunk_bytes as u64 % SEGMENT_ALIGN_BYTES, 0);
-    let mut buffer = AlignedBuf::zeroed(chunk_bytes.min(bytes.len()))?;
-    for (k, chunk) in bytes.chunks(chunk_bytes).enumerate() {
-        buffer.bytes_mut()[..chunk.len()].copy_from_slice(chunk);
-        file.write((k * chunk_bytes) as u64, &buffer.bytes()[..chunk.len()])?;
-    }
+/// Unpacks the groups `groups` of a packed material into `into`, which
+/// holds their padded span of the lane (each group at its segment's place),
+/// in parallel.
+fn unpack_groups(
+    packed: &PackedValues,
+    layout: &LaneLayout,
+    groups: Range<usize>,
+    into: &mut [u8],
+) -> Result<(), SolveError> {
+    let start = layout.span(groups.clone()).start;
+    let segments = carve_mut(
+        into,
+        groups.clone().map(|g| {
+            let segment = layout.segment(g);
+            (segment.start - start) as usize..(segment.end - start) as usize
+        }),
+    );
+    groups.into_par_iter().zip(segments).try_for_each(|(g, into)| packed.read_group(g, into))?;
     Ok(())
 }
 
@@ -1511,39 +1533,17 @@ fn write_through(file: &LaneFile, bytes: &[u8], chunk_bytes: usize) -> Result<()
 /// itself goes too if nothing else is in it.
 pub fn remove_work_files(dir: &Path, solved: &Solved) -> std::io::Result<()> {
     for finished in &solved.materials {
-        match std::fs::remove_file(lane_path(dir, finished.material(), Lane::Values)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
+        packed_values::remove(dir, finished.material())?;
     }
     checkpoint::remove(dir)?;
     let _ = std::fs::remove_dir(dir);
     Ok(())
 }
 
-/// A material finished by an earlier run: its values file in the work dir.
+/// A material finished by an earlier run: its packed values in the work dir.
 fn open_finished(dir: &Path, material: Material) -> Result<FinishedMaterial, SolveError> {
     let index = MaterialIndex::new(material);
     let values_layout = LaneLayout::new(&index, CARD_STATES as u64);
-    let file = LaneFile::open(&lane_path(dir, material, Lane::Values), false, values_layout.total_bytes())?;
-    Ok(FinishedMaterial { index, values_layout, values: FinishedValues::OnDisk(file) })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A lane written chunk by chunk reads back whole, last short chunk
-    /// included.
-    #[test]
-    fn write_through_writes_every_chunk() {
-        let dir = tempfile::tempdir().unwrap();
-        let segment = SEGMENT_ALIGN_BYTES as usize;
-        let bytes: Vec<u8> = (0..5 * segment).map(|i| (i * 7 % 251) as u8).collect();
-        let file = LaneFile::open(&dir.path().join("lane"), true, bytes.len() as u64).unwrap();
-        write_through(&file, &bytes, 2 * segment).unwrap();
-        let mut back = AlignedBuf::zeroed(bytes.len()).unwrap();
-        file.read(0..bytes.len() as u64, &mut back.bytes_mut()[..bytes.len()]).unwrap();
-        assert!(back.bytes()[..bytes.len()] == bytes[..]);
-    }
+    let packed = PackedValues::open(&packed_values::packed_path(dir, material), &values_layout)?;
+    Ok(FinishedMaterial { index, values_layout, values: FinishedValues::Packed(packed) })
 }

@@ -128,25 +128,11 @@ impl Window {
         &mut self,
         disk: &mut DiskIo,
         work: &Work,
-        maps: (&Packed, &Packed),
+        plane_map: &Packed,
         lanes: &[Lane],
         changed: impl Fn(usize) -> bool,
     ) -> Result<(), SolveError> {
-        self.owns[0].store(disk, work, maps, lanes, changed, &mut self.io)
-    }
-
-    /// Reads the groups `groups` of a lane into the first slice buffer; see
-    /// [`plan_slice`].
-    pub fn load_slice(
-        &mut self,
-        disk: &mut DiskIo,
-        file_of: impl Fn(usize) -> FileId,
-        layout: &LaneLayout,
-        groups: Range<usize>,
-    ) -> Result<(u64, usize), SolveError> {
-        let (at, mut requests) = plan_slice(&mut self.slices[0], file_of, layout, groups, &mut self.io);
-        disk.read_many(&mut requests)?;
-        Ok(at)
+        self.owns[0].store(disk, work, plane_map, lanes, changed, &mut self.io)
     }
 }
 
@@ -207,7 +193,7 @@ impl OwnBuffers {
         &self,
         disk: &mut DiskIo,
         work: &Work,
-        (plane_map, value_map): (&Packed, &Packed),
+        plane_map: &Packed,
         lanes: &[Lane],
         changed: impl Fn(usize) -> bool,
         io: &mut IoTotals,
@@ -236,14 +222,7 @@ impl OwnBuffers {
                 io.bytes_written += len as u64;
             }
         }
-        if lanes.contains(&Lane::Values) {
-            for (g, range) in value_map.entries.iter().filter(|(g, _)| changed(*g)) {
-                let len = padded_len(&work.values, *g) as usize;
-                let from = &self.values.bytes()[range.start..range.start + len];
-                disk.write(work.files().write_file(Lane::Values, *g), work.values.segment(*g).start, from)?;
-                io.bytes_written += len as u64;
-            }
-        }
+        debug_assert!(!lanes.contains(&Lane::Values), "values have no work file; finishing packs them");
         Ok(())
     }
 

@@ -11,15 +11,15 @@
 //! and the newer does not are punched out of their files, and a plane
 //! segment of zeros is stored as a hole: so the planes take about one copy
 //! of disk plus what was written since the last checkpoint, not two copies.
-//! The value lane has a single file, written only by initialisation and
-//! finishing, never by steps:
-//! they append what they decide to the material's decision log
-//! (`decision_log`), which a checkpoint records by its length. Knows
-//! nothing of moves or steps.
+//! Values have no work file while the pair is solved: steps append what
+//! they decide to the material's decision log (`decision_log`), which a
+//! checkpoint records by its length, and finishing packs the values from
+//! the planes and the log (`packed_values`). Knows nothing of moves or
+//! steps.
 
 use super::capture_schedule::{self, CaptureSchedule};
 use super::decision_log::{DecisionLog, LogMark};
-use super::disk::{DiskError, DiskIo, LaneFile, Punched, lane_path, slot_path};
+use super::disk::{DiskError, DiskIo, LaneFile, Punched, slot_path};
 use super::lanes::{Lane, LaneLayout};
 use crate::blockio::FileId;
 use crate::index::Material;
@@ -43,7 +43,6 @@ fn plane_bit(lane: Lane) -> u8 {
 pub(super) struct MaterialFiles {
     /// Per plane lane (in [`PLANE_LANES`] order), the files of slots 0 and 1.
     planes: Vec<[(LaneFile, FileId); 2]>,
-    values: (LaneFile, FileId),
     /// Per group, the slot of each plane lane holding its current segment.
     /// Atomic only so that writes can go through `&self` (a step holds the
     /// material shared while it stores); one thread stores at a time.
@@ -58,6 +57,8 @@ pub(super) struct MaterialFiles {
     schedule: CaptureSchedule,
     /// Where each group's segment lies in a plane file.
     plane_layout: LaneLayout,
+    /// The work directory.
+    dir: PathBuf,
 }
 
 /// The name of a material's decision log.
@@ -71,13 +72,12 @@ impl MaterialFiles {
         dir: &Path,
         material: Material,
         planes: &LaneLayout,
-        values: &LaneLayout,
         groups: usize,
         disk: &mut DiskIo,
     ) -> Result<MaterialFiles, DiskError> {
         let log = DecisionLog::create(&log_path(dir, material))?;
         let schedule = CaptureSchedule::create(dir, material, groups)?;
-        MaterialFiles::open(dir, material, planes, values, vec![0; groups], (log, schedule, true), disk)
+        MaterialFiles::open(dir, material, planes, vec![0; groups], (log, schedule, true), disk)
     }
 
     /// Opens the files a checkpoint names, with its slot bytes (one per
@@ -85,21 +85,20 @@ impl MaterialFiles {
     pub fn reopen(
         dir: &Path,
         material: Material,
-        (planes, values): (&LaneLayout, &LaneLayout),
+        planes: &LaneLayout,
         kept: Vec<u8>,
         mark: LogMark,
         disk: &mut DiskIo,
     ) -> Result<MaterialFiles, DiskError> {
         let log = DecisionLog::reopen(&log_path(dir, material), mark)?;
         let schedule = CaptureSchedule::reopen(dir, material, kept.len())?;
-        MaterialFiles::open(dir, material, planes, values, kept, (log, schedule, false), disk)
+        MaterialFiles::open(dir, material, planes, kept, (log, schedule, false), disk)
     }
 
     fn open(
         dir: &Path,
         material: Material,
         plane_layout: &LaneLayout,
-        value_layout: &LaneLayout,
         kept: Vec<u8>,
         (log, schedule, create): (DecisionLog, CaptureSchedule, bool),
         disk: &mut DiskIo,
@@ -117,16 +116,15 @@ impl MaterialFiles {
                 open(&slot_path(dir, material, lane, 1), bytes)?,
             ]);
         }
-        let values = open(&lane_path(dir, material, Lane::Values), value_layout.total_bytes())?;
         let live = kept.iter().map(|&slots| AtomicU8::new(slots)).collect();
         let files = MaterialFiles {
             planes,
-            values,
             live,
             kept,
             log: Mutex::new(log),
             schedule,
             plane_layout: plane_layout.clone(),
+            dir: dir.to_path_buf(),
         };
         if !create {
             // What the run before wrote after its last checkpoint (or had
@@ -170,9 +168,7 @@ impl MaterialFiles {
 
     /// The file to read group `g`'s segment of `lane` from.
     pub fn read_file(&self, lane: Lane, g: usize) -> FileId {
-        if lane == Lane::Values {
-            return self.values.1;
-        }
+        debug_assert_ne!(lane, Lane::Values, "values have no work file");
         let slot = self.live[g].load(Ordering::Relaxed) & plane_bit(lane) != 0;
         self.planes[plane_bit(lane).trailing_zeros() as usize][slot as usize].1
     }
@@ -180,14 +176,17 @@ impl MaterialFiles {
     /// The file to write group `g`'s segment of `lane` to: the slot the
     /// latest checkpoint does not name, which becomes the live one.
     pub fn write_file(&self, lane: Lane, g: usize) -> FileId {
-        if lane == Lane::Values {
-            return self.values.1;
-        }
+        debug_assert_ne!(lane, Lane::Values, "values have no work file");
         let bit = plane_bit(lane);
         let slot = (self.kept[g] & bit) ^ bit;
         let live = &self.live[g];
         live.store((live.load(Ordering::Relaxed) & !bit) | slot, Ordering::Relaxed);
         self.planes[bit.trailing_zeros() as usize][(slot != 0) as usize].1
+    }
+
+    /// The work directory the files are in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     pub fn schedule(&self) -> &CaptureSchedule {
@@ -212,7 +211,6 @@ impl MaterialFiles {
                 disk.sync(*id)?;
             }
         }
-        disk.sync(self.values.1)?;
         let mark = self.log().sync()?;
         Ok((self.live.iter().map(|slots| slots.load(Ordering::Relaxed)).collect(), mark))
     }
@@ -231,7 +229,6 @@ impl MaterialFiles {
     /// cannot punch holes, by handing back that file for the caller to
     /// write the zeros to.
     pub fn write_zeros(&self, lane: Lane, g: usize) -> Result<Option<FileId>, DiskError> {
-        debug_assert_ne!(lane, Lane::Values, "value files are written whole");
         let file = self.write_file(lane, g);
         let bit = plane_bit(lane);
         let slot = (self.live[g].load(Ordering::Relaxed) & bit != 0) as usize;
@@ -243,10 +240,10 @@ impl MaterialFiles {
         }
     }
 
-    /// The material is finished: syncs its values, forgets every file,
-    /// removes the plane files and hands back the value file.
-    pub fn finish(self, dir: &Path, material: Material, disk: &mut DiskIo) -> Result<LaneFile, DiskError> {
-        disk.sync(self.values.1)?;
+    /// The material is finished (its values packed): forgets every file
+    /// and removes them.
+    pub fn finish(self, dir: &Path, material: Material, disk: &mut DiskIo) -> Result<(), DiskError> {
+        disk.drain()?;
         for slots in &self.planes {
             for (_, id) in slots {
                 disk.close(*id);
@@ -254,8 +251,7 @@ impl MaterialFiles {
         }
         drop(self.planes);
         remove_planes(dir, material);
-        disk.close(self.values.1);
-        Ok(self.values.0)
+        Ok(())
     }
 }
 
@@ -282,10 +278,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let material = Material::new(1, 2);
         let index = MaterialIndex::new(material);
-        let (planes, values) = (LaneLayout::new(&index, 4), LaneLayout::new(&index, 30));
+        let planes = LaneLayout::new(&index, 4);
         let mut disk = DiskIo::new(IoChoice::Pread, 64 << 10, 2).unwrap();
         let groups = index.groups().len();
-        let mut files = MaterialFiles::create(dir.path(), material, &planes, &values, groups, &mut disk).unwrap();
+        let mut files = MaterialFiles::create(dir.path(), material, &planes, groups, &mut disk).unwrap();
         let first = files.read_file(Lane::Won, 3);
         // Before any checkpoint, slot 0 is kept: writes go to slot 1 and
         // reads follow them; other groups and lanes stay where they were.
@@ -295,7 +291,6 @@ mod tests {
         assert_eq!(files.read_file(Lane::Won, 4), first);
         assert_ne!(files.read_file(Lane::Lost, 3), written);
         assert_eq!(files.write_file(Lane::Won, 3), written, "a second write before a checkpoint reuses the slot");
-        assert_eq!(files.read_file(Lane::Values, 3), files.write_file(Lane::Values, 3));
         // After a checkpoint keeps slot 1, the next write goes back to slot 0.
         files.schedule_mut().seal().unwrap();
         let (slots, mark) = files.sync(&mut disk).unwrap();
@@ -305,12 +300,11 @@ mod tests {
         assert_eq!(files.write_file(Lane::Won, 3), first);
         // Reopening with the kept slots reads what the checkpoint named.
         drop(files);
-        let files = MaterialFiles::reopen(dir.path(), material, (&planes, &values), slots, mark, &mut disk).unwrap();
+        let files = MaterialFiles::reopen(dir.path(), material, &planes, slots, mark, &mut disk).unwrap();
         let slot_one = files.read_file(Lane::Won, 3);
         assert_ne!(slot_one, files.read_file(Lane::Won, 4));
         remove_planes(dir.path(), material);
         assert!(!slot_path(dir.path(), material, Lane::Won, 1).exists());
-        assert!(lane_path(dir.path(), material, Lane::Values).exists());
     }
 
     /// Disk a file takes (allocated blocks), not its size.
@@ -324,10 +318,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let material = Material::new(2, 2);
         let index = MaterialIndex::new(material);
-        let (planes, values) = (LaneLayout::new(&index, 4), LaneLayout::new(&index, 30));
+        let planes = LaneLayout::new(&index, 4);
         let mut disk = DiskIo::new(IoChoice::Pread, 64 << 10, 2).unwrap();
         let groups = index.groups().len();
-        let mut files = MaterialFiles::create(dir.path(), material, &planes, &values, groups, &mut disk).unwrap();
+        let mut files = MaterialFiles::create(dir.path(), material, &planes, groups, &mut disk).unwrap();
         let (slot0, slot1) =
             (slot_path(dir.path(), material, Lane::Won, 0), slot_path(dir.path(), material, Lane::Won, 1));
         let g = (0..groups).max_by_key(|&g| planes.segment(g).end - planes.segment(g).start).unwrap();

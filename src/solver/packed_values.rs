@@ -1,0 +1,314 @@
+//! A finished material's values in the work directory, packed:
+//! `<material>.packed`, one zstd frame per index group.
+//!
+//! Owns that file's byte layout and its writing and reading; knows nothing
+//! of moves, steps or shards (the published table is `format`'s business).
+//! Layout: the groups' frames (level 1, each with zstd's content checksum,
+//! holding the group's value bytes without padding), in the order they
+//! were put, then the frame table (per group in group order, `offset: u64,
+//! bytes: u64`), then a trailer `groups: u64, crc32 of the table: u32, 0:
+//! u32, magic`, all little-endian.
+//!
+//! Why packed: at 8 men the finished materials' raw values (15 GB) sat next
+//! to 4v4's work files during its steps, and finishing 4v4 wrote its 36 GB
+//! raw next to its planes and log, on a disk with about 55 GB free. Value
+//! bytes pack about 4 to 5 times at level 1. Frames per group let finishing
+//! put groups in the order the steps visit them, and let captured values be
+//! unpacked a group at a time, in parallel.
+//!
+//! The file is written as `<material>.packed.partial`, synced and renamed
+//! into place, so a `.packed` file is always whole. It is read with plain
+//! positioned reads (not O_DIRECT): it is a few gigabytes at most, and what
+//! the page cache holds of it is reclaimable, not the process's memory.
+
+use super::disk::{DiskError, io_error};
+use super::lanes::LaneLayout;
+use crate::index::Material;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+const MAGIC: [u8; 8] = *b"onitbpv1";
+const TRAILER_BYTES: u64 = 24;
+const TABLE_ENTRY_BYTES: u64 = 16;
+/// zstd level: the fastest; packing is on the critical path of finishing.
+const LEVEL: i32 = 1;
+/// Buffer between zstd and the file, each way.
+const BUFFER_BYTES: usize = 256 << 10;
+
+/// The name of a material's packed values.
+pub(super) fn packed_path(dir: &Path, material: Material) -> PathBuf {
+    dir.join(format!("{material}.packed"))
+}
+
+fn partial_path(dir: &Path, material: Material) -> PathBuf {
+    dir.join(format!("{material}.packed.partial"))
+}
+
+/// Removes a material's packed values, whole or partial. Missing is fine.
+pub(super) fn remove(dir: &Path, material: Material) -> io::Result<()> {
+    for path in [packed_path(dir, material), partial_path(dir, material)] {
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Counts the bytes that pass through to the file.
+struct Counting<W> {
+    inner: W,
+    bytes: u64,
+}
+
+impl<W: Write> Write for Counting<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Writes a material's packed values, group by group in any order.
+pub(super) struct PackedWriter {
+    out: Counting<BufWriter<File>>,
+    dir: PathBuf,
+    material: Material,
+    /// Per group, where its frame lies (None: not put yet).
+    frames: Vec<Option<(u64, u64)>>,
+    /// Per group, its value bytes (unpadded).
+    lens: Vec<u64>,
+}
+
+impl PackedWriter {
+    /// Starts (or starts over) the material's partial file.
+    pub fn create(dir: &Path, material: Material, layout: &LaneLayout) -> Result<PackedWriter, DiskError> {
+        let partial = partial_path(dir, material);
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&partial)
+            .map_err(|e| io_error("create", &partial, e))?;
+        let lens: Vec<u64> = (0..layout.groups()).map(|g| layout.segment(g).end - layout.segment(g).start).collect();
+        Ok(PackedWriter {
+            out: Counting { inner: BufWriter::with_capacity(BUFFER_BYTES, file), bytes: 0 },
+            dir: dir.to_path_buf(),
+            material,
+            frames: vec![None; lens.len()],
+            lens,
+        })
+    }
+
+    /// Packs group `g`'s value bytes (its unpadded segment) as one frame.
+    pub fn put(&mut self, g: usize, values: &[u8]) -> Result<(), DiskError> {
+        assert_eq!(values.len() as u64, self.lens[g], "a group's values are its whole segment");
+        assert!(self.frames[g].is_none(), "group {g} put twice");
+        let start = self.out.bytes;
+        let path = partial_path(&self.dir, self.material);
+        let write = |out: &mut Counting<BufWriter<File>>| -> io::Result<()> {
+            let mut encoder = zstd::stream::write::Encoder::new(out, LEVEL)?;
+            encoder.include_checksum(true)?;
+            encoder.set_pledged_src_size(Some(values.len() as u64))?;
+            encoder.write_all(values)?;
+            encoder.finish()?;
+            Ok(())
+        };
+        write(&mut self.out).map_err(|e| io_error("write", &path, e))?;
+        self.frames[g] = Some((start, self.out.bytes - start));
+        Ok(())
+    }
+
+    /// Writes the frame table, syncs and renames the file into place; every
+    /// group must have been put. Returns the file opened for reading.
+    pub fn finish(mut self, layout: &LaneLayout) -> Result<PackedValues, DiskError> {
+        let partial = partial_path(&self.dir, self.material);
+        let mut table = Vec::with_capacity(self.frames.len() * TABLE_ENTRY_BYTES as usize);
+        for (g, frame) in self.frames.iter().enumerate() {
+            let (offset, bytes) = frame.unwrap_or_else(|| panic!("group {g} of {} never put", self.material));
+            table.extend_from_slice(&offset.to_le_bytes());
+            table.extend_from_slice(&bytes.to_le_bytes());
+        }
+        let mut trailer = Vec::with_capacity(TRAILER_BYTES as usize);
+        trailer.extend_from_slice(&(self.frames.len() as u64).to_le_bytes());
+        trailer.extend_from_slice(&crc32fast::hash(&table).to_le_bytes());
+        trailer.extend_from_slice(&0u32.to_le_bytes());
+        trailer.extend_from_slice(&MAGIC);
+        let file = (|| {
+            self.out.write_all(&table)?;
+            self.out.write_all(&trailer)?;
+            let file = self.out.inner.into_inner().map_err(|e| e.into_error())?;
+            file.sync_all()?;
+            Ok(file)
+        })()
+        .map_err(|e| io_error("write", &partial, e))?;
+        drop(file);
+        let path = packed_path(&self.dir, self.material);
+        std::fs::rename(&partial, &path).map_err(|e| io_error("rename", &path, e))?;
+        File::open(&self.dir).and_then(|d| d.sync_all()).map_err(|e| io_error("sync", &self.dir, e))?;
+        PackedValues::open(&path, layout)
+    }
+}
+
+/// A material's packed values, opened for reading.
+pub struct PackedValues {
+    file: File,
+    path: PathBuf,
+    /// Per group: (offset, bytes) of its frame.
+    frames: Vec<(u64, u64)>,
+    /// Per group, its value bytes (unpadded).
+    lens: Vec<u64>,
+}
+
+impl PackedValues {
+    /// Opens a packed file and checks its frame table against `layout`.
+    pub fn open(path: &Path, layout: &LaneLayout) -> Result<PackedValues, DiskError> {
+        let damaged = |what| DiskError::Damaged { path: path.to_path_buf(), what };
+        let file = File::open(path).map_err(|e| io_error("open", path, e))?;
+        let size = file.metadata().map_err(|e| io_error("inspect", path, e))?.len();
+        let groups = layout.groups() as u64;
+        let table_bytes = groups * TABLE_ENTRY_BYTES;
+        if size < TRAILER_BYTES + table_bytes {
+            return Err(damaged("shorter than its frame table"));
+        }
+        let mut trailer = [0u8; TRAILER_BYTES as usize];
+        file.read_exact_at(&mut trailer, size - TRAILER_BYTES).map_err(|e| io_error("read", path, e))?;
+        let word = |at: usize| u64::from_le_bytes(trailer[at..at + 8].try_into().expect("8 bytes"));
+        if trailer[16..] != MAGIC {
+            return Err(damaged("not packed values (bad magic)"));
+        }
+        if word(0) != groups {
+            return Err(damaged("packed for another number of groups"));
+        }
+        let table_start = size - TRAILER_BYTES - table_bytes;
+        let mut table = vec![0u8; table_bytes as usize];
+        file.read_exact_at(&mut table, table_start).map_err(|e| io_error("read", path, e))?;
+        if crc32fast::hash(&table).to_le_bytes() != trailer[8..12] {
+            return Err(damaged("frame table checksum mismatch"));
+        }
+        let frames: Vec<(u64, u64)> = table
+            .chunks_exact(TABLE_ENTRY_BYTES as usize)
+            .map(|e| {
+                let (offset, bytes) = e.split_at(8);
+                (u64::from_le_bytes(offset.try_into().expect("8")), u64::from_le_bytes(bytes.try_into().expect("8")))
+            })
+            .collect();
+        if frames.iter().any(|&(offset, bytes)| offset.checked_add(bytes).is_none_or(|end| end > table_start)) {
+            return Err(damaged("a frame lies outside the file"));
+        }
+        let lens = (0..layout.groups()).map(|g| layout.segment(g).end - layout.segment(g).start).collect();
+        Ok(PackedValues { file, path: path.to_path_buf(), frames, lens })
+    }
+
+    /// Bytes the groups' frames take (what reading all of them reads).
+    pub fn packed_bytes(&self, groups: std::ops::Range<usize>) -> u64 {
+        self.frames[groups].iter().map(|f| f.1).sum()
+    }
+
+    /// Unpacks group `g`'s value bytes into `into` (exactly its unpadded
+    /// segment's length). Thread-safe: positioned reads only.
+    pub fn read_group(&self, g: usize, into: &mut [u8]) -> Result<(), DiskError> {
+        assert_eq!(into.len() as u64, self.lens[g], "a group's values are its whole segment");
+        let (offset, bytes) = self.frames[g];
+        let damaged = || DiskError::Damaged { path: self.path.clone(), what: "a packed values frame does not unpack" };
+        let source = At { file: &self.file, at: offset, end: offset + bytes };
+        let mut decoder = zstd::stream::read::Decoder::with_buffer(io::BufReader::with_capacity(BUFFER_BYTES, source))
+            .map_err(|e| io_error("unpack", &self.path, e))?
+            .single_frame();
+        match decoder.read_exact(into) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Other || e.kind() == io::ErrorKind::UnexpectedEof => {
+                return Err(damaged());
+            }
+            Err(e) => return Err(io_error("read", &self.path, e)),
+        }
+        // Reading on to the frame's end checks its content checksum and
+        // that it holds no more than the group.
+        let mut more = [0u8; 1];
+        match decoder.read(&mut more) {
+            Ok(0) => Ok(()),
+            Ok(_) | Err(_) => Err(damaged()),
+        }
+    }
+}
+
+/// Reads `file` from `at` up to `end` with positioned reads.
+struct At<'a> {
+    file: &'a File,
+    at: u64,
+    end: u64,
+}
+
+impl Read for At<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let want = buf.len().min((self.end - self.at) as usize);
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = self.file.read_at(&mut buf[..want], self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::MaterialIndex;
+
+    fn values_of(layout: &LaneLayout, g: usize) -> Vec<u8> {
+        let len = (layout.segment(g).end - layout.segment(g).start) as usize;
+        (0..len).map(|i| ((i * 31 + g * 7) % 200 / 50) as u8).collect()
+    }
+
+    #[test]
+    fn groups_put_in_any_order_read_back_and_damage_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let material = Material::new(2, 2);
+        let layout = LaneLayout::new(&MaterialIndex::new(material), 30);
+        let mut writer = PackedWriter::create(dir.path(), material, &layout).unwrap();
+        for g in (0..layout.groups()).rev() {
+            writer.put(g, &values_of(&layout, g)).unwrap();
+        }
+        assert!(!packed_path(dir.path(), material).exists(), "only whole files have the final name");
+        let packed = writer.finish(&layout).unwrap();
+        assert!(!partial_path(dir.path(), material).exists());
+        for g in 0..layout.groups() {
+            let mut back = vec![0xee; values_of(&layout, g).len()];
+            packed.read_group(g, &mut back).unwrap();
+            assert_eq!(back, values_of(&layout, g));
+        }
+        let path = packed_path(dir.path(), material);
+        let total = layout.span(0..layout.groups()).end;
+        assert!(std::fs::metadata(&path).unwrap().len() < total / 4, "values pack");
+        // A flipped bit inside a frame is caught by the content checksum.
+        let (offset, bytes) = packed.frames[5];
+        let mut raw = std::fs::read(&path).unwrap();
+        raw[(offset + bytes / 2) as usize] ^= 0x10;
+        std::fs::write(&path, &raw).unwrap();
+        let packed = PackedValues::open(&path, &layout).unwrap();
+        let mut back = vec![0; values_of(&layout, 5).len()];
+        assert!(matches!(packed.read_group(5, &mut back), Err(DiskError::Damaged { .. })));
+        // A damaged frame table, a foreign file and a file of another
+        // material are refused when opened.
+        let at = raw.len() - TRAILER_BYTES as usize - 3;
+        raw[at] ^= 1;
+        std::fs::write(&path, &raw).unwrap();
+        assert!(matches!(PackedValues::open(&path, &layout), Err(DiskError::Damaged { .. })));
+        std::fs::write(&path, b"not a packed file at all, but long enough to have a trailer").unwrap();
+        assert!(matches!(PackedValues::open(&path, &layout), Err(DiskError::Damaged { .. })));
+        let other = LaneLayout::new(&MaterialIndex::new(Material::new(1, 2)), 30);
+        let mut writer = PackedWriter::create(dir.path(), material, &layout).unwrap();
+        for g in 0..layout.groups() {
+            writer.put(g, &values_of(&layout, g)).unwrap();
+        }
+        drop(writer.finish(&layout).unwrap());
+        assert!(matches!(PackedValues::open(&path, &other), Err(DiskError::Damaged { .. })));
+    }
+}
