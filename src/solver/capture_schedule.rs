@@ -144,6 +144,15 @@ fn paths(dir: &Path, material: impl std::fmt::Display) -> (PathBuf, PathBuf) {
     (dir.join(format!("{material}.captures")), dir.join(format!("{material}.captures-index")))
 }
 
+impl CaptureSchedule {
+    /// Frees the schedule's disk (the file keeps its size, reads as zeros):
+    /// once a pair's steps are over and recorded, nothing reads it again.
+    pub fn release(&self) -> Result<(), DiskError> {
+        let len = self.file.metadata().map_err(|e| io_error("inspect", &self.path, e))?.len();
+        super::disk::punch(&self.file, &self.path, 0..len).map(drop)
+    }
+}
+
 /// Removes a material's schedule files (missing files are fine).
 pub(super) fn remove(dir: &Path, material: impl std::fmt::Display) {
     let (path, index_path) = paths(dir, material);

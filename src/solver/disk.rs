@@ -160,23 +160,33 @@ impl LaneFile {
     /// which is harmless: whoever calls this no longer reads them, or wants
     /// zeros and has written none elsewhere, so they must be written.
     pub fn punch(&self, range: Range<u64>) -> Result<Punched, DiskError> {
-        debug_assert_eq!(range.start % SEGMENT_ALIGN_BYTES, 0);
-        if range.is_empty() {
-            return Ok(Punched::Yes);
-        }
-        let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
-        let (offset, len) = (range.start as libc::off_t, (range.end - range.start) as libc::off_t);
-        // SAFETY: fallocate on a file descriptor this struct owns; no memory
-        // is passed.
-        let done = unsafe { libc::fallocate(self.file.as_raw_fd(), mode, offset, len) };
-        if done == 0 {
-            return Ok(Punched::Yes);
-        }
-        let cause = io::Error::last_os_error();
-        match cause.raw_os_error() {
-            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => Ok(Punched::Unsupported),
-            _ => Err(io_error("free part of", &self.path, cause)),
-        }
+        punch(&self.file, &self.path, range)
+    }
+
+    /// Bytes of the file.
+    pub fn len(&self) -> Result<u64, DiskError> {
+        Ok(self.file.metadata().map_err(|e| io_error("inspect", &self.path, e))?.len())
+    }
+}
+
+/// Gives `range` of `file` (at `path`) back to the file system, as
+/// [`LaneFile::punch`] does.
+pub(super) fn punch(file: &File, path: &Path, range: Range<u64>) -> Result<Punched, DiskError> {
+    debug_assert_eq!(range.start % SEGMENT_ALIGN_BYTES, 0);
+    if range.is_empty() {
+        return Ok(Punched::Yes);
+    }
+    let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+    let (offset, len) = (range.start as libc::off_t, (range.end - range.start) as libc::off_t);
+    // SAFETY: fallocate on an open file descriptor; no memory is passed.
+    let done = unsafe { libc::fallocate(file.as_raw_fd(), mode, offset, len) };
+    if done == 0 {
+        return Ok(Punched::Yes);
+    }
+    let cause = io::Error::last_os_error();
+    match cause.raw_os_error() {
+        Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => Ok(Punched::Unsupported),
+        _ => Err(io_error("free part of", path, cause)),
     }
 }
 

@@ -1049,6 +1049,7 @@ fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result
                 rank[g] = r;
             }
             let Storage::OnDisk(files) = &work.storage else { unreachable!("streamed") };
+            files.release_for_finishing()?;
             let dir = files.dir().to_path_buf();
             let mut packer = PackedWriter::create(&dir, work.index.material, &work.values)?;
             for (_, groups) in schedule::opponent_slices(&work.index) {

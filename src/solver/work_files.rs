@@ -240,6 +240,20 @@ impl MaterialFiles {
         }
     }
 
+    /// The pair's steps are over and recorded so: finishing reads `won`,
+    /// `lost` and the decision log only (a resumed run too), so the other
+    /// planes and the capture schedule give their disk back now. The files
+    /// stay, at their sizes, reading as zeros, so a resumed run opens them
+    /// as before.
+    pub fn release_for_finishing(&self) -> Result<(), DiskError> {
+        for lane in [Lane::Fresh, Lane::Capture, Lane::Held] {
+            for (file, _) in &self.planes[plane_bit(lane).trailing_zeros() as usize] {
+                file.punch(0..file.len()?)?;
+            }
+        }
+        self.schedule.release()
+    }
+
     /// The material is finished (its values packed): forgets every file
     /// and removes them.
     pub fn finish(self, dir: &Path, material: Material, disk: &mut DiskIo) -> Result<(), DiskError> {
