@@ -164,7 +164,7 @@ impl LaneFile {
     }
 
     /// Bytes of the file.
-    pub fn len(&self) -> Result<u64, DiskError> {
+    pub fn size_bytes(&self) -> Result<u64, DiskError> {
         Ok(self.file.metadata().map_err(|e| io_error("inspect", &self.path, e))?.len())
     }
 }

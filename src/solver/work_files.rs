@@ -248,7 +248,7 @@ impl MaterialFiles {
     pub fn release_for_finishing(&self) -> Result<(), DiskError> {
         for lane in [Lane::Fresh, Lane::Capture, Lane::Held] {
             for (file, _) in &self.planes[plane_bit(lane).trailing_zeros() as usize] {
-                file.punch(0..file.len()?)?;
+                file.punch(0..file.size_bytes()?)?;
             }
         }
         self.schedule.release()
