@@ -3,9 +3,9 @@
 # generate --work` (release build, or the binary in $ONITB) and samples the
 # disk its work files take (allocated blocks, so sparse files count only
 # what they hold) every half second. Prints the peak, and at the peak the
-# bytes per kind of file (planes in both slots, decision logs, capture
-# schedules, values), so what a bigger table would need can be scaled from
-# a smaller one.
+# bytes per kind of file (each plane lane in both slots, decision logs,
+# capture schedules, packed values), so what a bigger table would need can
+# be scaled from a smaller one.
 #
 # usage: scripts/work-disk.sh MEN MEM [extra generate args...]
 #   scripts/work-disk.sh 6 32MiB
@@ -28,8 +28,8 @@ breakdown=""
 # Bytes allocated per kind of work file, as "kind bytes" lines.
 kinds() {
   { find "$scratch/work" -type f -printf '%f %b\n' 2>/dev/null || true; } | awk '
-    { kind = $1; sub(/^[^.]*\./, "", kind); sub(/\.[01]$/, " planes", kind)
-      if (kind ~ / planes$/) kind = "planes"
+    { kind = $1; sub(/^[^.]*\./, "", kind)
+      if (kind ~ /\.[01]$/) { sub(/\.[01]$/, "", kind); kind = "plane-" kind }
       bytes[kind] += $2 * 512 }
     END { for (k in bytes) printf "%s %.0f\n", k, bytes[k] }' | sort
 }
