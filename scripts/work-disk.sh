@@ -9,6 +9,7 @@
 #
 # usage: scripts/work-disk.sh MEN MEM [extra generate args...]
 #   scripts/work-disk.sh 6 32MiB
+#   scripts/work-disk.sh 8 1GiB    # then `pkill -x onitb` to stop part-way
 set -euo pipefail
 men=${1:?usage: scripts/work-disk.sh MEN MEM [extra generate args...]}
 mem=${2:?usage: scripts/work-disk.sh MEN MEM [extra generate args...]}
@@ -24,6 +25,7 @@ trap 'kill "$pid" 2>/dev/null || true; rm -rf "$scratch"' EXIT
   >"$scratch/stdout" &
 pid=$!
 peak=0
+peak_seconds=0
 breakdown=""
 # Bytes allocated per kind of work file, as "kind bytes" lines.
 kinds() {
@@ -37,11 +39,16 @@ while kill -0 "$pid" 2>/dev/null; do
   now=$({ find "$scratch/work" -type f -printf '%b\n' 2>/dev/null || true; } | awk '{ s += $1 * 512 } END { printf "%.0f\n", s }')
   if [ "$now" -gt "$peak" ]; then
     peak=$now
+    peak_seconds=$SECONDS
     breakdown=$(kinds)
   fi
   sleep 0.5
 done
-wait "$pid"
-echo "peak work-directory disk: $peak bytes"
+# A run killed part-way (to measure the first pairs of a long table)
+# still reports its peak so far, and the script exits with the run's status.
+status=0
+wait "$pid" || status=$?
+echo "peak work-directory disk: $peak bytes, ${peak_seconds} s into the run"
 echo "at the peak, by kind of file:"
 echo "$breakdown" | awk '{ printf "  %-16s %15s\n", $1, $2 }'
+exit "$status"
