@@ -1,10 +1,10 @@
 //! The checkpoint of a run with a work directory: which materials are
-//! finished (their value files complete and synced), for which rules, and
+//! finished (their packed values complete and synced), for which rules, and
 //! how far the streamed pair in progress got.
 //!
 //! Owns the checkpoint file and its atomic replacement; knows nothing of
-//! lanes or solving. A material is recorded only after its value file is
-//! synced, a step of a pair only after its work files are, and the record
+//! lanes or solving. A material is recorded only after its packed values
+//! are synced, a step of a pair only after its work files are, and the record
 //! is replaced with write-to-temporary, sync, rename, sync-directory, so
 //! after `kill -9` at any moment the checkpoint names only complete work.
 //! Every pair's result depends only on the finished smaller ones and on the
@@ -156,7 +156,7 @@ impl Checkpoint {
     }
 
     /// Records materials as finished (the pair in progress is over); their
-    /// value files must be synced.
+    /// packed values must be synced and in place.
     pub fn record_finished(&mut self, materials: &[Material]) -> Result<(), CheckpointError> {
         for m in materials {
             if !self.is_finished(*m) {

@@ -759,7 +759,7 @@ fn initialize(
             let reports = run_init(rules, moves, &work.index, &units, window.owns[0].own(&pm, &vm));
             // Not the values: the capture schedule below is all the steps
             // need of them, and finishing makes them from the planes and
-            // the decision log, so the value file stays a hole until then.
+            // the decision log, so the material has no value file till then.
             let written = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::Capture];
             window.store(disk, work, &pm, &written, |_| true)?;
             // The batch's capture schedule, sorted by depth in the slice
@@ -1054,8 +1054,8 @@ fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result
             let mut packer = PackedWriter::create(&dir, work.index.material, &work.values)?;
             for (_, groups) in schedule::opponent_slices(&work.index) {
                 for batch in window.batches(work, &groups) {
-                    // The value file holds nothing yet: every byte comes
-                    // from the planes, then the log.
+                    // No values exist yet: every byte comes from the
+                    // planes, then the log.
                     let lanes = [Lane::Won, Lane::Lost];
                     let (pm, vm) = window.load(disk, work, &batch, (&lanes, ValueSegments::Zeroed))?;
                     run_finish(&batch, window.owns[0].own(&pm, &vm), kernel::settle);
@@ -1529,7 +1529,7 @@ fn unpack_groups(
     Ok(())
 }
 
-/// Removes what a run left in its work directory (value files and the
+/// Removes what a run left in its work directory (packed values and the
 /// checkpoint), once the table is safely written elsewhere; the directory
 /// itself goes too if nothing else is in it.
 pub fn remove_work_files(dir: &Path, solved: &Solved) -> std::io::Result<()> {
