@@ -21,7 +21,7 @@ use thiserror::Error;
 /// File name of the checkpoint in the work directory.
 pub const CHECKPOINT_FILE: &str = "checkpoint.json";
 /// Version of the checkpoint's content; a run refuses other versions.
-const CHECKPOINT_VERSION: u32 = 5;
+const CHECKPOINT_VERSION: u32 = 6;
 
 #[derive(Debug, Error)]
 pub enum CheckpointError {

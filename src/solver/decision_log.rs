@@ -15,10 +15,19 @@
 //! order the step visits groups, the schedule's order, which finishing
 //! follows too: so finishing reads each segment front to back, a batch of
 //! groups at a time.
+//!
+//! The log is also where streamed `fresh` lives: a loss step's chunks are
+//! exactly its new losses (initialisation's, the no-move losses, form a
+//! segment at depth 0), and a win step reads the landing slice's `fresh`
+//! from the mirror's last loss-step segment ([`LandingChunks`]) instead of
+//! from a plane lane. So no `fresh` plane is stored: at 8 men 4v4's took
+//! 4.8 GB a copy, and sat at almost two copies between checkpoints.
 
 use super::disk::{DiskError, io_error};
 use super::entries::{self, ENTRY_BYTES, FRAME_HEADER_BYTES, Unpacker, entry};
+use super::lanes::LaneLayout;
 use std::fs::{File, OpenOptions};
+use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -49,11 +58,15 @@ pub(super) struct DecisionLog {
     cursors: Vec<u64>,
     /// Made by the first [`DecisionLog::apply`].
     unpacker: Option<Unpacker>,
+    /// Per group, where its chunk in the last loss step's segment (the
+    /// last even depth, 0 for initialisation) starts, if it has one.
+    landing: Vec<Option<u64>>,
 }
 
 impl DecisionLog {
-    /// Creates an empty log (a fresh start of the pair).
-    pub fn create(path: &Path) -> Result<DecisionLog, DiskError> {
+    /// Creates an empty log (a fresh start of the pair) of a material with
+    /// `groups` groups.
+    pub fn create(path: &Path, groups: usize) -> Result<DecisionLog, DiskError> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -61,12 +74,12 @@ impl DecisionLog {
             .truncate(true)
             .open(path)
             .map_err(|e| io_error("create", path, e))?;
-        Ok(DecisionLog::with(file, path, LogMark { bytes: 0, segments: Vec::new() }))
+        Ok(DecisionLog::with(file, path, LogMark { bytes: 0, segments: Vec::new() }, groups))
     }
 
     /// Opens the log a checkpoint names, cut back to its length there (a
     /// killed run may have appended more; the resumed run appends it again).
-    pub fn reopen(path: &Path, mark: LogMark) -> Result<DecisionLog, DiskError> {
+    pub fn reopen(path: &Path, mark: LogMark, groups: usize) -> Result<DecisionLog, DiskError> {
         let file = OpenOptions::new().read(true).write(true).open(path).map_err(|e| io_error("open", path, e))?;
         let found = file.metadata().map_err(|e| io_error("inspect", path, e))?.len();
         let sorted = mark.segments.windows(2).all(|w| w[0].1 <= w[1].1);
@@ -75,10 +88,25 @@ impl DecisionLog {
             return Err(DiskError::Damaged { path: path.to_path_buf(), what });
         }
         file.set_len(mark.bytes).map_err(|e| io_error("truncate", path, e))?;
-        Ok(DecisionLog::with(file, path, mark))
+        let mut log = DecisionLog::with(file, path, mark, groups);
+        // Where the last loss step's chunks are, from their headers.
+        let last_loss = log.segments.iter().rposition(|s| s.0 % 2 == 0);
+        if let Some(s) = last_loss {
+            let end = log.segments.get(s + 1).map_or(log.written, |next| next.1);
+            let mut at = log.segments[s].1;
+            while at < end {
+                let (group, _, _, bytes) = log.chunk_header(at)?;
+                if group >= groups || at + (HEADER_BYTES as u64) + bytes > end {
+                    return Err(log.damaged("a chunk names a group the material lacks or runs past its step"));
+                }
+                log.landing[group] = Some(at);
+                at += HEADER_BYTES as u64 + bytes;
+            }
+        }
+        Ok(log)
     }
 
-    fn with(file: File, path: &Path, mark: LogMark) -> DecisionLog {
+    fn with(file: File, path: &Path, mark: LogMark, groups: usize) -> DecisionLog {
         DecisionLog {
             file,
             path: path.to_path_buf(),
@@ -87,12 +115,31 @@ impl DecisionLog {
             buffer: Vec::with_capacity(BUFFER_BYTES),
             cursors: Vec::new(),
             unpacker: None,
+            landing: vec![None; groups],
         }
     }
 
-    /// Starts the segment of the step at `depth_plies`.
+    /// Starts the segment of the step at `depth_plies` (0: initialisation).
     pub fn begin_step(&mut self, depth_plies: u16) {
+        if depth_plies.is_multiple_of(2) {
+            self.landing.fill(None);
+        }
         self.segments.push((depth_plies, self.len()));
+    }
+
+    /// The chunks of the last loss step, for a win step to read its landing
+    /// `fresh` from (on any thread, while this log is appended to).
+    pub fn landing_chunks(&mut self) -> Result<LandingChunks, DiskError> {
+        self.flush()?;
+        let file = self.file.try_clone().map_err(|e| io_error("open", &self.path, e))?;
+        Ok(LandingChunks { file, path: self.path.clone(), at: self.landing.clone() })
+    }
+
+    /// The header of the chunk at `at`: (group, depth, entries, bytes).
+    fn chunk_header(&self, at: u64) -> Result<(usize, u16, u32, u64), DiskError> {
+        let mut header = [0u8; HEADER_BYTES];
+        self.read_at(&mut header, at)?;
+        Ok(parse_header(&header))
     }
 
     fn len(&self) -> u64 {
@@ -133,6 +180,9 @@ impl DecisionLog {
         header[4..6].copy_from_slice(&depth_plies.to_le_bytes());
         header[8..12].copy_from_slice(&count.to_le_bytes());
         header[12..16].copy_from_slice(&(frames.len() as u32).to_le_bytes());
+        if depth_plies.is_multiple_of(2) {
+            self.landing[group] = Some(self.len());
+        }
         self.put(&header)?;
         if frames.len() <= BUFFER_BYTES / 2 {
             return self.put(frames);
@@ -193,12 +243,7 @@ impl DecisionLog {
         for s in 0..self.segments.len() {
             let end = self.segments.get(s + 1).map_or(self.written, |next| next.1);
             while self.cursors[s] < end {
-                let mut header = [0u8; HEADER_BYTES];
-                self.read_at(&mut header, self.cursors[s])?;
-                let word = |at: usize| u32::from_le_bytes(header[at..at + 4].try_into().expect("4 bytes"));
-                let group = word(0) as usize;
-                let depth = u16::from_le_bytes(header[4..6].try_into().expect("2 bytes"));
-                let (count, bytes) = (word(8), word(12) as u64);
+                let (group, depth, count, bytes) = self.chunk_header(self.cursors[s])?;
                 if !batch.contains(&group) {
                     if is_later(group) {
                         break;
@@ -261,6 +306,73 @@ impl DecisionLog {
     }
 }
 
+/// (group, depth, entries, bytes) of a chunk header.
+fn parse_header(header: &[u8; HEADER_BYTES]) -> (usize, u16, u32, u64) {
+    let word = |at: usize| u32::from_le_bytes(header[at..at + 4].try_into().expect("4 bytes"));
+    let depth = u16::from_le_bytes(header[4..6].try_into().expect("2 bytes"));
+    (word(0) as usize, depth, word(8), word(12) as u64)
+}
+
+/// Where a material's last loss step put its chunks, and a handle to read
+/// them: the `fresh` a win step of the mirror lands in.
+pub(super) struct LandingChunks {
+    file: File,
+    path: PathBuf,
+    at: Vec<Option<u64>>,
+}
+
+impl LandingChunks {
+    /// Fills `words`, the plane-lane span (laid out as `layout`) of the
+    /// groups `groups`, with their `fresh`: the card states each layout
+    /// lost in the last loss step (zero where it lost none). Returns the
+    /// bytes read.
+    pub fn fill(&self, groups: Range<usize>, layout: &LaneLayout, words: &mut [u32]) -> Result<u64, DiskError> {
+        words.fill(0);
+        let damaged = |what| DiskError::Damaged { path: self.path.clone(), what };
+        let read =
+            |into: &mut [u8], at: u64| self.file.read_exact_at(into, at).map_err(|e| io_error("read", &self.path, e));
+        let start = layout.span(groups.clone()).start;
+        let (mut unpacker, mut compressed, mut bytes_read) = (Unpacker::new(), Vec::new(), 0u64);
+        for g in groups {
+            let Some(at) = self.at[g] else { continue };
+            let mut header = [0u8; HEADER_BYTES];
+            read(&mut header, at)?;
+            let (group, _, count, bytes) = parse_header(&header);
+            if group != g {
+                return Err(damaged("a loss step's chunk is not where it was written"));
+            }
+            let segment = layout.segment(g);
+            let first = ((segment.start - start) / 4) as usize;
+            let layouts = ((segment.end - segment.start) / 4) as usize;
+            let (mut frame_at, end) = (at + HEADER_BYTES as u64, at + HEADER_BYTES as u64 + bytes);
+            let mut seen = 0u64;
+            while frame_at < end {
+                let mut frame_header = [0u8; FRAME_HEADER_BYTES];
+                read(&mut frame_header, frame_at)?;
+                let (entries, packed) = entries::frame_header(frame_header).map_err(|e| damaged(e.what()))?;
+                compressed.resize(packed, 0);
+                read(&mut compressed, frame_at + FRAME_HEADER_BYTES as u64)?;
+                for bytes in
+                    unpacker.unpack(&compressed, entries).map_err(|e| damaged(e.what()))?.chunks_exact(ENTRY_BYTES)
+                {
+                    let (n, states) = entry(bytes);
+                    if n >= layouts {
+                        return Err(damaged("an entry names a layout its group lacks"));
+                    }
+                    words[first + n] = states;
+                }
+                seen += entries as u64;
+                frame_at += (FRAME_HEADER_BYTES + packed) as u64;
+            }
+            if frame_at != end || seen != count as u64 {
+                return Err(damaged("a chunk holds another number of entries than its header says"));
+            }
+            bytes_read += HEADER_BYTES as u64 + bytes;
+        }
+        Ok(bytes_read)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,7 +383,7 @@ mod tests {
     fn entries_come_back_per_batch_in_step_order() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log");
-        let mut log = DecisionLog::create(&path).unwrap();
+        let mut log = DecisionLog::create(&path, 16).unwrap();
         log.begin_step(1);
         log.append(8, &[0, 5, 0]).unwrap();
         log.append(3, &[0, 0]).unwrap();
@@ -281,7 +393,7 @@ mod tests {
         log.append(3, &[1, 2]).unwrap();
         log.append(5, &[9]).unwrap();
         // A resumed run starts again from the mark.
-        let mut log = DecisionLog::reopen(&path, mark.clone()).unwrap();
+        let mut log = DecisionLog::reopen(&path, mark.clone(), 16).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), mark.bytes);
         log.begin_step(2);
         log.append(3, &[1, 2]).unwrap();
@@ -299,7 +411,7 @@ mod tests {
     #[test]
     fn long_chunks_come_back_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let mut log = DecisionLog::create(&dir.path().join("log")).unwrap();
+        let mut log = DecisionLog::create(&dir.path().join("log"), 16).unwrap();
         let decided: Vec<u32> = (0..100_000u32).map(|n| if n % 3 == 1 { 0 } else { n | 1 }).collect();
         log.begin_step(7);
         log.append(4, &decided).unwrap();
@@ -316,7 +428,7 @@ mod tests {
     fn incompressible_chunks_fit_their_bound_and_damage_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log");
-        let mut log = DecisionLog::create(&path).unwrap();
+        let mut log = DecisionLog::create(&path, 16).unwrap();
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
         let decided: Vec<u32> = (0..2 * entries::FRAME_ENTRIES + 5)
             .map(|_| {
@@ -338,7 +450,7 @@ mod tests {
         let middle = bytes.len() / 2;
         bytes[middle] ^= 0x40;
         std::fs::write(&path, &bytes).unwrap();
-        let mut log = DecisionLog::reopen(&path, mark).unwrap();
+        let mut log = DecisionLog::reopen(&path, mark, 16).unwrap();
         let result = log.apply(&[0], |_| false, |_, _, _, _| {});
         assert!(matches!(result, Err(DiskError::Damaged { .. })), "{:?}", result.err());
     }
@@ -347,11 +459,74 @@ mod tests {
     fn a_log_shorter_than_its_mark_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log");
-        let mut log = DecisionLog::create(&path).unwrap();
+        let mut log = DecisionLog::create(&path, 16).unwrap();
         log.begin_step(1);
         log.append(0, &[1]).unwrap();
         let mut mark = log.sync().unwrap();
         mark.bytes += 1;
-        assert!(matches!(DecisionLog::reopen(&path, mark), Err(DiskError::Damaged { .. })));
+        assert!(matches!(DecisionLog::reopen(&path, mark, 16), Err(DiskError::Damaged { .. })));
+    }
+
+    /// A win step reads the last loss step's chunks as `fresh`, laid out
+    /// like a plane lane; win steps in between leave them, a reopened log
+    /// finds them again, and a chunk that is not where it was written is
+    /// refused as damage.
+    #[test]
+    fn the_last_loss_step_is_the_landing_fresh() {
+        use crate::index::{Material, MaterialIndex};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let layout = LaneLayout::new(&MaterialIndex::new(Material::new(2, 2)), 4);
+        let groups = layout.groups();
+        let (a, b) = (2, 5);
+        let layouts = |g: usize| ((layout.segment(g).end - layout.segment(g).start) / 4) as usize;
+        let decided = |g: usize, salt: u32| -> Vec<u32> {
+            (0..layouts(g) as u32).map(|n| (n % 3 == 0) as u32 * (n + salt)).collect()
+        };
+        let mut log = DecisionLog::create(&path, groups).unwrap();
+        log.begin_step(0);
+        log.append(a, &decided(a, 1)).unwrap();
+        log.begin_step(1);
+        log.append(b, &decided(b, 2)).unwrap();
+        log.begin_step(2);
+        log.append(b, &decided(b, 3)).unwrap();
+        log.append(a, &decided(a, 4)).unwrap();
+        log.begin_step(3);
+        log.append(a, &decided(a, 5)).unwrap();
+        let mark = log.sync().unwrap();
+        let span = layout.span(0..groups);
+        let expect = |words: &[u32]| {
+            for g in 0..groups {
+                let first = ((layout.segment(g).start - span.start) / 4) as usize;
+                let wanted = match g {
+                    _ if g == a => decided(a, 4),
+                    _ if g == b => decided(b, 3),
+                    _ => vec![0; layouts(g)],
+                };
+                assert_eq!(&words[first..first + layouts(g)], &wanted[..], "group {g}");
+            }
+        };
+        let mut words = vec![7u32; ((span.end - span.start) / 4) as usize];
+        let read = log.landing_chunks().unwrap().fill(0..groups, &layout, &mut words).unwrap();
+        assert!(read > 0);
+        expect(&words);
+        let mut log = DecisionLog::reopen(&path, mark.clone(), groups).unwrap();
+        words.fill(7);
+        log.landing_chunks().unwrap().fill(0..groups, &layout, &mut words).unwrap();
+        expect(&words);
+        // The next loss step starts afresh.
+        log.begin_step(4);
+        log.landing_chunks().unwrap().fill(0..groups, &layout, &mut words).unwrap();
+        assert!(words.iter().all(|&w| w == 0));
+        // A chunk header damaged on disk is refused, not read as another
+        // group's chunk.
+        let mut log = DecisionLog::reopen(&path, mark.clone(), groups).unwrap();
+        let chunks = log.landing_chunks().unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let step2 = mark.segments[2].1 as usize;
+        bytes[step2..step2 + 4].copy_from_slice(&(a as u32).to_le_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let result = chunks.fill(0..groups, &layout, &mut words);
+        assert!(matches!(result, Err(DiskError::Damaged { .. })), "{:?}", result.err());
     }
 }

@@ -733,6 +733,9 @@ fn initialize(
         return Ok(record(work, &units, &reports, false));
     };
     let mut total = UnitReport::default();
+    // Initialisation's losses (no move, under the loss rule) are the first
+    // win step's landing `fresh`: the log's segment at depth 0.
+    work.files().log().begin_step(0);
     for (opponent_counts, groups) in schedule::opponent_slices(&work.index) {
         for batch in window.batches(work, &groups) {
             let (pm, vm) = window.load(disk, work, &batch, (&[], ValueSegments::Zeroed))?;
@@ -760,7 +763,7 @@ fn initialize(
             // Not the values: the capture schedule below is all the steps
             // need of them, and finishing makes them from the planes and
             // the decision log, so the material has no value file till then.
-            let written = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::Capture];
+            let written = [Lane::Won, Lane::Lost, Lane::Capture];
             window.store(disk, work, &pm, &written, |_| true)?;
             // The batch's capture schedule, sorted by depth in the slice
             // buffer (free once the captures are folded).
@@ -780,6 +783,8 @@ fn initialize(
                     slices[0].bytes_mut(),
                 )?;
             }
+            // The values are no longer needed: their buffer encodes the log.
+            log_decisions(work, &units, &reports, (&pm, &vm), window.owns[0].decided_and_scratch())?;
             total = UnitReport::merge(total, record(work, &units, &reports, false));
         }
     }
@@ -855,7 +860,7 @@ fn step(
                 Lane::Held => !win_step,
                 Lane::Fresh | Lane::Values => false,
             };
-            let written: &[Lane] = if win_step { &[Lane::Won] } else { &[Lane::Lost, Lane::Fresh, Lane::Held] };
+            let written: &[Lane] = if win_step { &[Lane::Won] } else { &[Lane::Lost, Lane::Held] };
             let input = StepInput {
                 rules,
                 moves,
@@ -876,13 +881,18 @@ fn step(
                 let range = target_slices.get(&schedule::landing_slice_counts(&opponent_counts, None));
                 jobs.extend(window.batches(this_ref, &visit).into_iter().map(|batch| (range.clone(), batch)));
             }
+            // A win step's landing `fresh` is the mirror's last loss step's
+            // chunks in its decision log (no `fresh` lane is stored).
+            let landing_log = if win_step { Some(target.files().log().landing_chunks()?) } else { None };
             let reads = StepReads {
                 work: this_ref,
                 lanes: &read,
                 values: ValueSegments::Untouched,
                 landing: &target.planes,
+                landing_log: landing_log.as_ref(),
                 file_of: |g| target.files().read_file(landing_lane, g),
             };
+            let from_log = (&target.planes, landing_log.as_ref());
             let stages = window.owns.len();
             // Job k computes in window k % stages; its slice buffer is the
             // previous job's if the slice is the same, else the other one
@@ -901,9 +911,9 @@ fn step(
             // Maps of the job loaded next.
             let mut loaded: Option<(Packed, Packed)> = None;
             if let Some(job) = jobs.first() {
-                let (maps, at, mut requests) = reads.plan(&mut owns[0], Some(&mut slices[0]), job, io);
+                let (maps, at, (mut requests, fill)) = reads.plan(&mut owns[0], Some(&mut slices[0]), job, io);
                 slice_at[0] = at.expect("a slice was planned");
-                disk.read_many(&mut requests)?;
+                window::fetch(disk, (&mut requests, fill), from_log, &mut io.bytes_read)?;
                 loaded = Some(maps);
             }
             for k in 0..jobs.len() {
@@ -921,19 +931,22 @@ fn step(
                     let (own_now, own_next) = pair_mut(owns, w);
                     let (slice_now, slice_next) = pair_mut(slices, sb);
                     let new_slice = (slice_of[k + 1] != sb).then_some(slice_next);
-                    let (next_maps, at, mut requests) = reads.plan(own_next, new_slice, &jobs[k + 1], io);
+                    let (next_maps, at, (mut requests, fill)) = reads.plan(own_next, new_slice, &jobs[k + 1], io);
                     if let Some(at) = at {
                         slice_at[slice_of[k + 1]] = at;
                     }
                     let region = ReadRegion { map: &map, data: &slice_now.words()[..len / 4] };
                     let own = own_now.own(&pm, &vm);
+                    let mut landing_bytes = 0;
                     let (reports, read) = std::thread::scope(|scope| {
-                        let reader = scope.spawn(|| disk.read_many(&mut requests));
+                        let reader =
+                            scope.spawn(|| window::fetch(disk, (&mut requests, fill), from_log, &mut landing_bytes));
                         let landing = Some((&target.index, region));
                         let reports = run_step(&input, &this_ref.index, &units, own, landing, &due, mode);
                         (reports, reader.join())
                     });
                     read.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+                    io.bytes_read += landing_bytes;
                     loaded = Some(next_maps);
                     reports
                 } else {
@@ -941,10 +954,9 @@ fn step(
                     let landing = Some((&target.index, region));
                     run_step(&input, &this_ref.index, &units, owns[w].own(&pm, &vm), landing, &due, mode)
                 };
-                // Groups the step left as they were need no writing. (A loss
-                // step does not read `fresh`, so an unwritten group keeps the
-                // losses of an earlier loss step there, as an unvisited group
-                // does; see DESIGN.md on why that is harmless.)
+                // Groups the step left as they were need no writing. (`fresh`
+                // is not written at all: a loss step's new losses are its
+                // chunks in the decision log, which the next win step reads.)
                 log_decisions(this_ref, &units, &reports, (&pm, &vm), owns[w].decided_and_scratch())?;
                 let changed: BTreeSet<usize> =
                     units.iter().zip(&reports).filter(|(_, r)| r.modified).map(|(u, _)| u.0).collect();
@@ -957,11 +969,11 @@ fn step(
                     // One window: read the next job only now that this one
                     // is stored.
                     let new_slice = (jobs[k + 1].0 != jobs[k].0).then_some(&mut slices[0]);
-                    let (next_maps, at, mut requests) = reads.plan(&mut owns[0], new_slice, &jobs[k + 1], io);
+                    let (next_maps, at, (mut requests, fill)) = reads.plan(&mut owns[0], new_slice, &jobs[k + 1], io);
                     if let Some(at) = at {
                         slice_at[0] = at;
                     }
-                    disk.read_many(&mut requests)?;
+                    window::fetch(disk, (&mut requests, fill), from_log, &mut io.bytes_read)?;
                     loaded = Some(next_maps);
                 }
                 results.push((units, reports));

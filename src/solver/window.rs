@@ -11,11 +11,11 @@
 //! the current one (see `step` in the parent module).
 
 use super::capture_schedule::CaptureSchedule;
+use super::decision_log::LandingChunks;
 use super::disk::{AlignedBuf, DiskIo};
 use super::entries::{self, Unpacker};
 use super::lanes::{Lane, LaneLayout, SegmentMap, carve_mut};
 use super::schedule::MoverSlices;
-use super::work_files::PLANE_LANES;
 use super::{FinishedMaterial, IO_BLOCKS, IoTotals, Own, SolveError, Work};
 use crate::blockio::FileId;
 use crate::index::{Material, MaterialIndex};
@@ -49,6 +49,10 @@ pub(super) enum ValueSegments {
 
 /// Plane buffers of a window: the five plane lanes and the due states.
 pub(super) const WINDOW_PLANES: u64 = 6;
+
+/// The plane lanes a window holds a buffer of, in buffer order (the sixth
+/// plane buffer is `due`). All but `fresh` are stored in work files.
+pub(super) const WINDOW_LANES: [Lane; 5] = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::Capture, Lane::Held];
 
 /// One window: a batch's segments of the five planes (won, lost, fresh,
 /// capture, held) and of the values, and a plane of due states (no lane:
@@ -163,7 +167,7 @@ impl OwnBuffers {
             v_at += v_len;
         }
         let mut requests = Vec::new();
-        let buffers = self.planes.iter_mut().zip(PLANE_LANES).chain([(&mut self.values, Lane::Values)]);
+        let buffers = self.planes.iter_mut().zip(WINDOW_LANES).chain([(&mut self.values, Lane::Values)]);
         for (buffer, lane) in buffers {
             let (ranges, layout) =
                 if lane == Lane::Values { (&value_bytes, &work.values) } else { (&plane_bytes, &work.planes) };
@@ -198,15 +202,15 @@ impl OwnBuffers {
         changed: impl Fn(usize) -> bool,
         io: &mut IoTotals,
     ) -> Result<(), SolveError> {
-        for (i, &lane) in PLANE_LANES.iter().enumerate() {
+        for (i, &lane) in WINDOW_LANES.iter().enumerate() {
             if !lanes.contains(&lane) {
                 continue;
             }
             for (g, range) in plane_map.entries.iter().filter(|(g, _)| changed(*g)) {
                 let len = padded_len(&work.planes, *g) as usize;
                 let from = &self.planes[i].bytes()[range.start * 4..range.start * 4 + len];
-                // A segment of zeros (most of `fresh` and `held`, late in a
-                // pair) is stored as a hole: no disk, no write. Nothing of
+                // A segment of zeros (of `held` or `capture`, say) is
+                // stored as a hole: no disk, no write. Nothing of
                 // this segment is queued (a pass writes a group once and
                 // drains before the next pass), so the punch cannot race a
                 // write of it.
@@ -223,19 +227,20 @@ impl OwnBuffers {
             }
         }
         debug_assert!(!lanes.contains(&Lane::Values), "values have no work file; finishing packs them");
+        debug_assert!(!lanes.contains(&Lane::Fresh), "fresh has no work file; the decision log holds it");
         Ok(())
     }
 
     /// The words of one plane lane's buffer.
     pub fn plane(&self, lane: Lane) -> &[u32] {
-        let i = PLANE_LANES.iter().position(|&l| l == lane).expect("a plane lane");
+        let i = WINDOW_LANES.iter().position(|&l| l == lane).expect("a plane lane");
         self.planes[i].words()
     }
 
     /// The `fresh` plane (where a streamed step leaves what it decided) and
     /// the value buffer (free once the step has run), to log the decisions.
     pub fn decided_and_scratch(&mut self) -> (&[u32], &mut [u8]) {
-        let i = PLANE_LANES.iter().position(|&l| l == Lane::Fresh).expect("a plane lane");
+        let i = WINDOW_LANES.iter().position(|&l| l == Lane::Fresh).expect("a plane lane");
         (self.planes[i].words(), self.values.bytes_mut())
     }
 
@@ -297,8 +302,10 @@ impl OwnBuffers {
 }
 
 /// A job's plane and value maps, where its landing slice was put (lane
-/// byte offset, length) if it was planned, and the reads that fill them.
-pub(super) type PlannedJob<'a> = ((Packed, Packed), Option<(u64, usize)>, Vec<ReadRequest<'a>>);
+/// byte offset, length) if it was planned, and the reads that fill them
+/// (with the landing slice to fill from the log, if it comes from there).
+pub(super) type PlannedJob<'a> =
+    ((Packed, Packed), Option<(u64, usize)>, (Vec<ReadRequest<'a>>, Option<LandingFill<'a>>));
 
 /// Which plane lanes to read, per group: `reads(lane, g)`. The planes of a
 /// group that are not read are zeroed.
@@ -306,13 +313,37 @@ pub(super) type PlaneReads<'a> = &'a dyn Fn(Lane, usize) -> bool;
 
 /// What the batches ("jobs") of one streamed step read: their own lanes
 /// (`lanes(lane, g)`) of `work`, and their landing slice of a lane laid
-/// out as `landing` (group g in file `file_of(g)`).
+/// out as `landing`: from the mirror's decision log if `landing_log` is
+/// given (`fresh`, for a win step), else group g from file `file_of(g)`.
 pub(super) struct StepReads<'w, F> {
     pub work: &'w Work,
     pub lanes: PlaneReads<'w>,
     pub values: ValueSegments,
     pub landing: &'w LaneLayout,
+    pub landing_log: Option<&'w LandingChunks>,
     pub file_of: F,
+}
+
+/// A landing slice to fill from the mirror's decision log: its groups and
+/// the slice buffer's words for them.
+pub(super) struct LandingFill<'a> {
+    groups: Range<usize>,
+    words: &'a mut [u32],
+}
+
+/// Reads a planned job: its reads, then its landing slice from the log if
+/// it has one there.
+pub(super) fn fetch(
+    disk: &mut DiskIo,
+    (requests, fill): (&mut [ReadRequest], Option<LandingFill>),
+    reads: (&LaneLayout, Option<&LandingChunks>),
+    io_bytes_read: &mut u64,
+) -> Result<(), SolveError> {
+    disk.read_many(requests)?;
+    if let (Some(fill), (layout, Some(chunks))) = (fill, reads) {
+        *io_bytes_read += chunks.fill(fill.groups, layout, fill.words)?;
+    }
+    Ok(())
 }
 
 impl<F: Fn(usize) -> FileId> StepReads<'_, F> {
@@ -328,12 +359,19 @@ impl<F: Fn(usize) -> FileId> StepReads<'_, F> {
         io: &mut IoTotals,
     ) -> PlannedJob<'a> {
         let (pm, vm, mut requests) = own.plan_load(self.work, batch, (self.lanes, self.values), io);
+        let mut fill = None;
         let slice_at = slice_buffer.map(|buffer| {
+            if self.landing_log.is_some() {
+                let span = self.landing.span(slice.clone());
+                let len = (span.end - span.start) as usize;
+                fill = Some(LandingFill { groups: slice.clone(), words: &mut buffer.words_mut()[..len / 4] });
+                return (span.start, len);
+            }
             let (at, slice_requests) = plan_slice(buffer, &self.file_of, self.landing, slice.clone(), io);
             requests.extend(slice_requests);
             at
         });
-        ((pm, vm), slice_at, requests)
+        ((pm, vm), slice_at, (requests, fill))
     }
 }
 

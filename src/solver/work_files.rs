@@ -27,21 +27,22 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-/// Plane lanes in slot-bit order: bit `i` of a group's slot byte is the slot
-/// of lane `PLANE_LANES[i]`.
-pub(super) const PLANE_LANES: [Lane; 5] = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::Capture, Lane::Held];
+/// The plane lanes stored in work files, in slot-bit order: bit `i` of a
+/// group's slot byte is the slot of lane `STORED_PLANES[i]`. (`fresh` is
+/// not stored: the decision log holds it, see `decision_log`.)
+pub(super) const STORED_PLANES: [Lane; 4] = [Lane::Won, Lane::Lost, Lane::Capture, Lane::Held];
 
 /// Every plane lane's bit of a slot byte.
-const ALL_SLOT_BITS: u8 = (1 << PLANE_LANES.len()) - 1;
+const ALL_SLOT_BITS: u8 = (1 << STORED_PLANES.len()) - 1;
 
 fn plane_bit(lane: Lane) -> u8 {
-    let i = PLANE_LANES.iter().position(|&l| l == lane).expect("a plane lane");
+    let i = STORED_PLANES.iter().position(|&l| l == lane).expect("a plane lane");
     1 << i
 }
 
 /// The files of one material being solved streamed.
 pub(super) struct MaterialFiles {
-    /// Per plane lane (in [`PLANE_LANES`] order), the files of slots 0 and 1.
+    /// Per plane lane (in [`STORED_PLANES`] order), the files of slots 0 and 1.
     planes: Vec<[(LaneFile, FileId); 2]>,
     /// Per group, the slot of each plane lane holding its current segment.
     /// Atomic only so that writes can go through `&self` (a step holds the
@@ -75,7 +76,7 @@ impl MaterialFiles {
         groups: usize,
         disk: &mut DiskIo,
     ) -> Result<MaterialFiles, DiskError> {
-        let log = DecisionLog::create(&log_path(dir, material))?;
+        let log = DecisionLog::create(&log_path(dir, material), groups)?;
         let schedule = CaptureSchedule::create(dir, material, groups)?;
         MaterialFiles::open(dir, material, planes, vec![0; groups], (log, schedule, true), disk)
     }
@@ -90,7 +91,7 @@ impl MaterialFiles {
         mark: LogMark,
         disk: &mut DiskIo,
     ) -> Result<MaterialFiles, DiskError> {
-        let log = DecisionLog::reopen(&log_path(dir, material), mark)?;
+        let log = DecisionLog::reopen(&log_path(dir, material), mark, kept.len())?;
         let schedule = CaptureSchedule::reopen(dir, material, kept.len())?;
         MaterialFiles::open(dir, material, planes, kept, (log, schedule, false), disk)
     }
@@ -108,8 +109,8 @@ impl MaterialFiles {
             let id = disk.open(&file)?;
             Ok((file, id))
         };
-        let mut planes = Vec::with_capacity(PLANE_LANES.len());
-        for lane in PLANE_LANES {
+        let mut planes = Vec::with_capacity(STORED_PLANES.len());
+        for lane in STORED_PLANES {
             let bytes = plane_layout.total_bytes();
             planes.push([
                 open(&slot_path(dir, material, lane, 0), bytes)?,
@@ -241,12 +242,12 @@ impl MaterialFiles {
     }
 
     /// The pair's steps are over and recorded so: finishing reads `won`,
-    /// `lost` and the decision log only (a resumed run too), so the other
-    /// planes and the capture schedule give their disk back now. The files
+    /// `lost` and the decision log only (a resumed run too), so `capture`,
+    /// `held` and the capture schedule give their disk back now. The files
     /// stay, at their sizes, reading as zeros, so a resumed run opens them
     /// as before.
     pub fn release_for_finishing(&self) -> Result<(), DiskError> {
-        for lane in [Lane::Fresh, Lane::Capture, Lane::Held] {
+        for lane in [Lane::Capture, Lane::Held] {
             for (file, _) in &self.planes[plane_bit(lane).trailing_zeros() as usize] {
                 file.punch(0..file.size_bytes()?)?;
             }
@@ -272,7 +273,7 @@ impl MaterialFiles {
 /// Removes a material's plane files, both slots, and its decision log
 /// (they are not needed once its values are final). Missing files are fine.
 pub(super) fn remove_planes(dir: &Path, material: Material) {
-    for lane in PLANE_LANES {
+    for lane in STORED_PLANES {
         for slot in 0..2 {
             let _ = std::fs::remove_file(slot_path(dir, material, lane, slot));
         }
