@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Benchmark: the 8-men table of the default card set under a 1 GiB budget
+# (issue 3), a run of hours that may be stopped and resumed, across
+# sessions too. Everything lives in DIR:
+#   DIR/onitb            the binary, copied in by the first attempt (a
+#                        release build, or $ONITB) and used by every resume,
+#                        so that the checkpoint stays readable
+#   DIR/work, DIR/t8     the work directory and the table (compressed)
+#   DIR/time.N.txt       /usr/bin/time -v of attempt N (CPU, wall, peak RSS)
+#   DIR/progress.N.log   its progress lines
+#   DIR/disk.log         every 10 s: time, work-directory bytes (allocated),
+#                        bytes free on the disk
+#   DIR/rss.log          every 30 s: time, VmHWM of the running attempt
+# An attempt resumes from the checkpoint if DIR/work holds one. At the end
+# (or now, if the table exists) it prints each attempt's CPU and wall time,
+# the totals, the peak RSS and disk, and the table's statistics.
+#
+# usage: scripts/bench-8men.sh DIR [extra generate args...]
+#   scripts/bench-8men.sh /work/scratch/run8
+set -euo pipefail
+dir=${1:?usage: scripts/bench-8men.sh DIR [extra generate args...]}
+shift
+cd "$(dirname "$0")/.."
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+if [ ! -x "$dir/onitb" ]; then
+  if [ -z "${ONITB:-}" ]; then
+    cargo build --release --quiet --bin onitb
+    ONITB=$PWD/target/release/onitb
+  fi
+  cp "$ONITB" "$dir/onitb"
+fi
+report() {
+  local cpu=0 wall=0 rss=0
+  for t in "$dir"/time.*.txt; do
+    [ -e "$t" ] || continue
+    local u s w m
+    u=$(awk -F': ' '/User time/ {print $2}' "$t")
+    s=$(awk -F': ' '/System time/ {print $2}' "$t")
+    w=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$t" |
+      awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
+    m=$(awk -F': ' '/Maximum resident/ {print $2}' "$t")
+    echo "attempt $(basename "$t" .txt | cut -d. -f2): cpu $(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }') s (user $u, sys $s), wall $w s, peak RSS $m KiB"
+    cpu=$(awk -v a="$cpu" -v u="$u" -v s="$s" 'BEGIN { print a + u + s }')
+    wall=$(awk -v a="$wall" -v w="$w" 'BEGIN { print a + w }')
+    rss=$(( m > rss ? m : rss ))
+  done
+  echo "total: cpu $cpu s, wall $wall s, peak RSS $rss KiB"
+  [ -e "$dir/disk.log" ] && sort -k2 -n "$dir/disk.log" | tail -1 |
+    awk '{ printf "peak work-directory disk: %s bytes at %s (%s bytes free then)\n", $2, $1, $3 }'
+  if [ -d "$dir/t8" ]; then "$dir/onitb" stats "$dir/t8"; fi
+}
+if [ -d "$dir/t8" ]; then
+  report
+  exit 0
+fi
+shopt -s nullglob
+attempts=("$dir"/time.*.txt)
+shopt -u nullglob
+attempt=$(( ${#attempts[@]} + 1 ))
+resume=()
+[ -e "$dir/work/checkpoint.json" ] && resume=(--resume)
+(
+  while true; do
+    bytes=$({ find "$dir/work" -type f -printf '%b\n' 2>/dev/null || true; } |
+      awk '{ s += $1 * 512 } END { printf "%.0f\n", s }')
+    echo "$(date +%H:%M:%S) $bytes $(df --output=avail -B1 "$dir" | tail -1)" >>"$dir/disk.log"
+    sleep 10
+  done
+) &
+disk_sampler=$!
+(
+  while true; do
+    pid=$(pgrep -x -f "$dir/onitb generate.*" | head -1 || true)
+    [ -n "$pid" ] && echo "$(date +%H:%M:%S) $(awk '/VmHWM/ {print $2, $3}' "/proc/$pid/status" 2>/dev/null)" >>"$dir/rss.log"
+    sleep 30
+  done
+) &
+rss_sampler=$!
+trap 'kill "$disk_sampler" "$rss_sampler" 2>/dev/null || true' EXIT
+status=0
+/usr/bin/time -v -o "$dir/time.$attempt.txt" "$dir/onitb" generate --men 8 --mem 1GiB --work "$dir/work" \
+  --out "$dir/t8" --no-move loss --compress 3 "${resume[@]}" "$@" 2>"$dir/progress.$attempt.log" || status=$?
+report
+exit "$status"
