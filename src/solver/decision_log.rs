@@ -95,9 +95,10 @@ impl DecisionLog {
             let end = log.segments.get(s + 1).map_or(log.written, |next| next.1);
             let mut at = log.segments[s].1;
             while at < end {
-                let (group, _, _, bytes) = log.chunk_header(at)?;
+                let (group, _, _, bytes) = chunk_header((&log.file, &log.path), at)?;
                 if group >= groups || at + (HEADER_BYTES as u64) + bytes > end {
-                    return Err(log.damaged("a chunk names a group the material lacks or runs past its step"));
+                    let what = "a chunk names a group the material lacks or runs past its step";
+                    return Err(DiskError::Damaged { path: path.to_path_buf(), what });
                 }
                 log.landing[group] = Some(at);
                 at += HEADER_BYTES as u64 + bytes;
@@ -133,13 +134,6 @@ impl DecisionLog {
         self.flush()?;
         let file = self.file.try_clone().map_err(|e| io_error("open", &self.path, e))?;
         Ok(LandingChunks { file, path: self.path.clone(), at: self.landing.clone() })
-    }
-
-    /// The header of the chunk at `at`: (group, depth, entries, bytes).
-    fn chunk_header(&self, at: u64) -> Result<(usize, u16, u32, u64), DiskError> {
-        let mut header = [0u8; HEADER_BYTES];
-        self.read_at(&mut header, at)?;
-        Ok(parse_header(&header))
     }
 
     fn len(&self) -> u64 {
@@ -240,70 +234,79 @@ impl DecisionLog {
         if self.cursors.is_empty() {
             self.cursors = self.segments.iter().map(|s| s.1).collect();
         }
-        for s in 0..self.segments.len() {
-            let end = self.segments.get(s + 1).map_or(self.written, |next| next.1);
-            while self.cursors[s] < end {
-                let (group, depth, count, bytes) = self.chunk_header(self.cursors[s])?;
+        let DecisionLog { file, path, written, segments, buffer, cursors, unpacker, .. } = self;
+        let unpacker = unpacker.get_or_insert_with(Unpacker::new);
+        let damaged = |what| DiskError::Damaged { path: path.clone(), what };
+        for (s, cursor) in cursors.iter_mut().enumerate() {
+            let end = segments.get(s + 1).map_or(*written, |next| next.1);
+            while *cursor < end {
+                let (group, depth, count, bytes) = chunk_header((file, path), *cursor)?;
                 if !batch.contains(&group) {
                     if is_later(group) {
                         break;
                     }
                     // A chunk of a group the batches passed would be lost.
-                    return Err(self.damaged("a chunk is out of the schedule's order"));
+                    return Err(damaged("a chunk is out of the schedule's order"));
                 }
-                let mut at = self.cursors[s] + HEADER_BYTES as u64;
-                let chunk_end = at + bytes;
-                if chunk_end > end {
-                    return Err(self.damaged("a chunk runs past its step"));
+                let frames = *cursor + HEADER_BYTES as u64..*cursor + HEADER_BYTES as u64 + bytes;
+                if frames.end > end {
+                    return Err(damaged("a chunk runs past its step"));
                 }
-                let mut seen = 0u32;
-                while at < chunk_end {
-                    let (frame_bytes, entries) = self.read_frame(at, chunk_end)?;
-                    for bytes in entries.chunks_exact(ENTRY_BYTES) {
-                        let (layout, states) = entry(bytes);
-                        visit(group, depth, layout, states);
-                    }
-                    seen = seen.saturating_add((entries.len() / ENTRY_BYTES) as u32);
-                    at += frame_bytes as u64;
+                let visit = |n, states| visit(group, depth, n, states);
+                let seen = visit_frames((file, path), frames.clone(), (unpacker, buffer), visit)?;
+                if seen != count as u64 {
+                    return Err(damaged("a chunk holds another number of entries than its header says"));
                 }
-                if seen != count {
-                    return Err(self.damaged("a chunk holds another number of entries than its header says"));
-                }
-                self.cursors[s] = chunk_end;
+                *cursor = frames.end;
             }
         }
         // What the buffer holds now was read, not appended.
-        self.buffer.clear();
+        buffer.clear();
         Ok(())
     }
+}
 
-    /// Reads and unpacks the frame at `at` (which must end by `end`, read
-    /// into the buffer); returns its bytes in the file and its entries.
-    fn read_frame(&mut self, at: u64, end: u64) -> Result<(usize, &[u8]), DiskError> {
+/// Reads `into.len()` bytes of the log `file` (at `path`) from `at`.
+fn read_at((file, path): (&File, &Path), into: &mut [u8], at: u64) -> Result<(), DiskError> {
+    file.read_exact_at(into, at).map_err(|e| io_error("read", path, e))
+}
+
+/// The header of the chunk at `at`: (group, depth, entries, bytes).
+fn chunk_header(log: (&File, &Path), at: u64) -> Result<(usize, u16, u32, u64), DiskError> {
+    let mut header = [0u8; HEADER_BYTES];
+    read_at(log, &mut header, at)?;
+    Ok(parse_header(&header))
+}
+
+/// Calls `visit(layout, states)` for every entry of the frames that lie in
+/// `frames` of the log (a chunk's bytes after its header), reading one
+/// frame at a time into `buffer`; returns how many entries there were.
+fn visit_frames(
+    log: (&File, &Path),
+    frames: Range<u64>,
+    (unpacker, buffer): (&mut Unpacker, &mut Vec<u8>),
+    mut visit: impl FnMut(usize, u32),
+) -> Result<u64, DiskError> {
+    let damaged = |what| DiskError::Damaged { path: log.1.to_path_buf(), what };
+    let (mut at, mut seen) = (frames.start, 0u64);
+    while at < frames.end {
         let mut header = [0u8; FRAME_HEADER_BYTES];
-        self.read_at(&mut header, at)?;
-        let (entries, compressed) = entries::frame_header(header).map_err(|e| self.damaged(e.what()))?;
-        if at + (FRAME_HEADER_BYTES + compressed) as u64 > end {
-            return Err(self.damaged("a frame runs past its chunk"));
+        read_at(log, &mut header, at)?;
+        let (entries, compressed) = entries::frame_header(header).map_err(|e| damaged(e.what()))?;
+        let next = at + (FRAME_HEADER_BYTES + compressed) as u64;
+        if next > frames.end {
+            return Err(damaged("a frame runs past its chunk"));
         }
-        let mut buffer = std::mem::take(&mut self.buffer);
         buffer.resize(compressed, 0);
-        let read = self.read_at(&mut buffer, at + FRAME_HEADER_BYTES as u64);
-        self.buffer = buffer;
-        read?;
-        match self.unpacker.get_or_insert_with(Unpacker::new).unpack(&self.buffer, entries) {
-            Ok(entries) => Ok((FRAME_HEADER_BYTES + compressed, entries)),
-            Err(e) => Err(DiskError::Damaged { path: self.path.clone(), what: e.what() }),
+        read_at(log, buffer, at + FRAME_HEADER_BYTES as u64)?;
+        for bytes in unpacker.unpack(buffer, entries).map_err(|e| damaged(e.what()))?.chunks_exact(ENTRY_BYTES) {
+            let (n, states) = entry(bytes);
+            visit(n, states);
         }
+        seen += entries as u64;
+        at = next;
     }
-
-    fn damaged(&self, what: &'static str) -> DiskError {
-        DiskError::Damaged { path: self.path.clone(), what }
-    }
-
-    fn read_at(&self, into: &mut [u8], at: u64) -> Result<(), DiskError> {
-        self.file.read_exact_at(into, at).map_err(|e| io_error("read", &self.path, e))
-    }
+    Ok(seen)
 }
 
 /// (group, depth, entries, bytes) of a chunk header.
@@ -329,42 +332,29 @@ impl LandingChunks {
     pub fn fill(&self, groups: Range<usize>, layout: &LaneLayout, words: &mut [u32]) -> Result<u64, DiskError> {
         words.fill(0);
         let damaged = |what| DiskError::Damaged { path: self.path.clone(), what };
-        let read =
-            |into: &mut [u8], at: u64| self.file.read_exact_at(into, at).map_err(|e| io_error("read", &self.path, e));
+        let log = (&self.file, self.path.as_path());
         let start = layout.span(groups.clone()).start;
-        let (mut unpacker, mut compressed, mut bytes_read) = (Unpacker::new(), Vec::new(), 0u64);
+        let (mut unpacker, mut buffer, mut bytes_read) = (Unpacker::new(), Vec::new(), 0u64);
         for g in groups {
             let Some(at) = self.at[g] else { continue };
-            let mut header = [0u8; HEADER_BYTES];
-            read(&mut header, at)?;
-            let (group, _, count, bytes) = parse_header(&header);
+            let (group, _, count, bytes) = chunk_header(log, at)?;
             if group != g {
                 return Err(damaged("a loss step's chunk is not where it was written"));
             }
             let segment = layout.segment(g);
             let first = ((segment.start - start) / 4) as usize;
-            let layouts = ((segment.end - segment.start) / 4) as usize;
-            let (mut frame_at, end) = (at + HEADER_BYTES as u64, at + HEADER_BYTES as u64 + bytes);
-            let mut seen = 0u64;
-            while frame_at < end {
-                let mut frame_header = [0u8; FRAME_HEADER_BYTES];
-                read(&mut frame_header, frame_at)?;
-                let (entries, packed) = entries::frame_header(frame_header).map_err(|e| damaged(e.what()))?;
-                compressed.resize(packed, 0);
-                read(&mut compressed, frame_at + FRAME_HEADER_BYTES as u64)?;
-                for bytes in
-                    unpacker.unpack(&compressed, entries).map_err(|e| damaged(e.what()))?.chunks_exact(ENTRY_BYTES)
-                {
-                    let (n, states) = entry(bytes);
-                    if n >= layouts {
-                        return Err(damaged("an entry names a layout its group lacks"));
-                    }
-                    words[first + n] = states;
-                }
-                seen += entries as u64;
-                frame_at += (FRAME_HEADER_BYTES + packed) as u64;
+            let group_words = &mut words[first..first + ((segment.end - segment.start) / 4) as usize];
+            let mut stray = false;
+            let frames = at + HEADER_BYTES as u64..at + HEADER_BYTES as u64 + bytes;
+            let seen =
+                visit_frames(log, frames, (&mut unpacker, &mut buffer), |n, states| match group_words.get_mut(n) {
+                    Some(word) => *word = states,
+                    None => stray = true,
+                })?;
+            if stray {
+                return Err(damaged("an entry names a layout its group lacks"));
             }
-            if frame_at != end || seen != count as u64 {
+            if seen != count as u64 {
                 return Err(damaged("a chunk holds another number of entries than its header says"));
             }
             bytes_read += HEADER_BYTES as u64 + bytes;

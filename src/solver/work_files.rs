@@ -288,15 +288,22 @@ mod tests {
     use crate::blockio::IoChoice;
     use crate::index::MaterialIndex;
 
-    #[test]
-    fn writes_spare_the_kept_slot_until_the_next_checkpoint() {
+    /// A material's files, created in a directory of their own, with the
+    /// plane layout and a small pread `DiskIo`.
+    fn created(material: Material) -> (tempfile::TempDir, LaneLayout, DiskIo, MaterialFiles) {
         let dir = tempfile::tempdir().unwrap();
-        let material = Material::new(1, 2);
         let index = MaterialIndex::new(material);
         let planes = LaneLayout::new(&index, 4);
         let mut disk = DiskIo::new(IoChoice::Pread, 64 << 10, 2).unwrap();
         let groups = index.groups().len();
-        let mut files = MaterialFiles::create(dir.path(), material, &planes, groups, &mut disk).unwrap();
+        let files = MaterialFiles::create(dir.path(), material, &planes, groups, &mut disk).unwrap();
+        (dir, planes, disk, files)
+    }
+
+    #[test]
+    fn writes_spare_the_kept_slot_until_the_next_checkpoint() {
+        let material = Material::new(1, 2);
+        let (dir, planes, mut disk, mut files) = created(material);
         let first = files.read_file(Lane::Won, 3);
         // Before any checkpoint, slot 0 is kept: writes go to slot 1 and
         // reads follow them; other groups and lanes stay where they were.
@@ -330,13 +337,9 @@ mod tests {
 
     #[test]
     fn planes_take_one_copy_once_a_checkpoint_is_durable() {
-        let dir = tempfile::tempdir().unwrap();
         let material = Material::new(2, 2);
-        let index = MaterialIndex::new(material);
-        let planes = LaneLayout::new(&index, 4);
-        let mut disk = DiskIo::new(IoChoice::Pread, 64 << 10, 2).unwrap();
-        let groups = index.groups().len();
-        let mut files = MaterialFiles::create(dir.path(), material, &planes, groups, &mut disk).unwrap();
+        let (dir, planes, mut disk, mut files) = created(material);
+        let groups = planes.groups();
         let (slot0, slot1) =
             (slot_path(dir.path(), material, Lane::Won, 0), slot_path(dir.path(), material, Lane::Won, 1));
         let g = (0..groups).max_by_key(|&g| planes.segment(g).end - planes.segment(g).start).unwrap();
