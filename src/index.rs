@@ -587,6 +587,31 @@ impl MaterialIndex {
         self.unrank_in(&self.groups[g], index)
     }
 
+    /// Calls `visit` with the layouts numbered `range`, in order:
+    /// [`MaterialIndex::unrank`] of each, but stepping through placements
+    /// instead of decoding each number.
+    pub fn for_each_layout_in(&self, range: std::ops::Range<u64>, mut visit: impl FnMut(Layout)) {
+        assert!(range.end <= self.layouts, "layouts {range:?} out of range for {}", self.material);
+        let (p, q) = (self.material.mover as u64, self.material.opponent as u64);
+        let first_group = self.groups.partition_point(|g| g.first_layout + g.layouts <= range.start);
+        for group in self.groups[first_group..].iter().take_while(|g| g.first_layout < range.end) {
+            let from = range.start.max(group.first_layout) - group.first_layout;
+            let to = range.end.min(group.first_layout + group.layouts) - group.first_layout;
+            let first_placement = from / (p * q);
+            for (k, (mover, opponent)) in group.placements(first_placement, to.div_ceil(p * q)).enumerate() {
+                let base = (first_placement + k as u64) * p * q;
+                for local in base.max(from)..(base + p * q).min(to) {
+                    visit(Layout {
+                        mover,
+                        opponent,
+                        mover_master: nth_square(mover, ((local / q) % p) as u32),
+                        opponent_master: nth_square(opponent, (local % q) as u32),
+                    });
+                }
+            }
+        }
+    }
+
     /// All layouts of a group with their numbers, in order.
     pub fn layouts_of<'a>(&'a self, group: &'a Group) -> impl Iterator<Item = (u64, Layout)> + 'a {
         let (p, q) = (self.material.mover as u32, self.material.opponent as u32);
@@ -675,6 +700,23 @@ mod tests {
             for (start, end) in [(0, placements), (placements / 3, placements / 2), (placements, placements)] {
                 let decoded: Vec<_> = (start..end).map(|i| group.placement(i)).collect();
                 assert_eq!(group.placements(start, end).collect::<Vec<_>>(), decoded);
+            }
+        }
+    }
+
+    /// Stepping through a range of layout numbers gives what unranking
+    /// each does, across group edges and from inside placements.
+    #[test]
+    fn layouts_in_a_range_are_the_unranked_ones() {
+        for material in [Material::new(3, 2), Material::new(1, 1), Material::new(2, 3)] {
+            let index = MaterialIndex::new(material);
+            let n = index.layouts();
+            let edge = index.groups()[1].first_layout;
+            for range in [0..n, 0..0, 1..n - 1, edge - 7..edge + 5, n / 3 + 1..n / 3 + 2, n..n] {
+                let unranked: Vec<Layout> = range.clone().map(|i| index.unrank(i)).collect();
+                let mut visited = Vec::new();
+                index.for_each_layout_in(range.clone(), |layout| visited.push(layout));
+                assert_eq!(visited, unranked, "{material} {range:?}");
             }
         }
     }

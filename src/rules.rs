@@ -354,6 +354,64 @@ impl Default for CardTables {
     }
 }
 
+/// [`winning_slots`] for one card set by table lookups, and the card states
+/// that win in one ply: for readers of compressed tables, which recompute
+/// these for every layout of a block they read.
+#[derive(Clone, Debug)]
+pub struct WinsInOne {
+    /// `captures[slot][square]`: the squares from which a piece takes a
+    /// master standing on `square` with that card.
+    captures: [[u32; SQUARES]; CARDS_PER_GAME],
+    /// `reaches[slot]`: the squares from which the master steps onto
+    /// [`MOVER_TARGET`] with that card.
+    reaches: [u32; CARDS_PER_GAME],
+    /// For each set of winning slots, the card states holding one of them.
+    states: [u32; 1 << CARDS_PER_GAME],
+}
+
+impl WinsInOne {
+    pub fn new(cards: &CardSet) -> WinsInOne {
+        let mut captures = [[0u32; SQUARES]; CARDS_PER_GAME];
+        let mut reaches = [0u32; CARDS_PER_GAME];
+        for (slot, card) in cards.cards().iter().enumerate() {
+            for square in 0..SQUARES as u8 {
+                for &(dx, dy) in card.offsets {
+                    if let Some(from) = step(square, -dx, -dy) {
+                        captures[slot][square as usize] |= 1 << from;
+                    }
+                    if step(square, dx, dy) == Some(MOVER_TARGET) {
+                        reaches[slot] |= 1 << square;
+                    }
+                }
+            }
+        }
+        let holds = CardTables::new().holds;
+        let states = std::array::from_fn(|slots| {
+            (0..CARDS_PER_GAME).filter(|slot| slots & (1 << slot) != 0).fold(0, |word, slot| word | holds[slot])
+        });
+        WinsInOne { captures, reaches, states }
+    }
+
+    /// [`winning_slots`] of the card set.
+    #[inline]
+    pub fn slots(&self, mover: u32, mover_master: u8, opponent_master: u8) -> u32 {
+        let master_can_reach = mover & (1 << MOVER_TARGET) == 0;
+        let mut slots = 0;
+        for slot in 0..CARDS_PER_GAME {
+            let captures = self.captures[slot][opponent_master as usize] & mover != 0;
+            let reaches = master_can_reach && self.reaches[slot] & (1 << mover_master) != 0;
+            slots |= ((captures || reaches) as u32) << slot;
+        }
+        slots
+    }
+
+    /// The card states (bit k = state k) in which the mover wins in one ply.
+    #[inline]
+    pub fn states(&self, mover: u32, mover_master: u8, opponent_master: u8) -> u32 {
+        self.states[self.slots(mover, mover_master, opponent_master) as usize]
+    }
+}
+
 /// A master already stands on its target square: the game ended before the
 /// position, so it has no value.
 #[inline]
@@ -565,6 +623,32 @@ impl Position {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lookup tables agree with the rules' own check, for card sets
+    /// with long moves too.
+    #[test]
+    fn wins_in_one_by_lookup_are_the_rules_wins() {
+        let holds = CardTables::new().holds;
+        for names in [["Boar", "Ox", "Elephant", "Horse", "Crab"], ["Tiger", "Dragon", "Frog", "Rabbit", "Crane"]] {
+            let cards = CardSet::from_names(&names).unwrap();
+            let wins = WinsInOne::new(&cards);
+            let mut extra = 0x2545_f491u32;
+            for mover_master in 0..SQUARES as u8 {
+                for opponent_master in (0..SQUARES as u8).filter(|&s| s != mover_master) {
+                    for _ in 0..8 {
+                        extra ^= extra << 13;
+                        extra ^= extra >> 17;
+                        extra ^= extra << 5;
+                        let mover = (extra & BOARD_MASK & !(1 << opponent_master)) | (1 << mover_master);
+                        let slots = winning_slots(&cards, mover, mover_master, opponent_master);
+                        assert_eq!(wins.slots(mover, mover_master, opponent_master), slots);
+                        let states = (0..CARDS_PER_GAME).filter(|c| slots & (1 << c) != 0).fold(0, |w, c| w | holds[c]);
+                        assert_eq!(wins.states(mover, mover_master, opponent_master), states);
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn card_names_parse_case_insensitively_in_catalogue_order() {
