@@ -9,13 +9,13 @@
 //! Warm: the same position probed again at once, its block cached.
 //! `cold_read` is cold restricted to positions without a winning move: a
 //! compressed table answers the others from the rules without reading. Then
-//! reads every block of the table once, checked (and decompressed), and
-//! prints the rate in MB of value bytes per second.
+//! reads every block of the table once, checked (and decompressed and
+//! unpacked), and prints the rate in MB of value bytes per second.
 
 use onitb::Tablebase;
 use onitb::index::{Material, MaterialIndex};
 use onitb::rules::{CARD_STATES, CardState, Position};
-use onitb::shard::TableFiles;
+use onitb::shard::{Context, TableFiles};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -81,11 +81,12 @@ fn main() -> anyhow::Result<()> {
         println!("{name}_median_us\t{:.2}\n{name}_p99_us\t{:.2}", percentile(times, 0.5), percentile(times, 0.99));
     }
     let files = TableFiles::open(&dir)?;
+    let context = Context::new(files.rules, files.max_per_side);
     let start = Instant::now();
     let mut bytes = 0u64;
     for shard in &files.shards {
         for block in 0..shard.block_count() {
-            bytes += shard.read_block(block)?.len() as u64;
+            bytes += shard.read_values(block, &context)?.len() as u64;
         }
     }
     let seconds = start.elapsed().as_secs_f64();

@@ -5,23 +5,28 @@
 //! reading blocks back is `shard`'s.
 //!
 //! Some value bytes are cheap to recompute from the rules, so a compressed
-//! shard stores whatever compresses best in their place and readers
-//! recompute them:
+//! shard does not store them and readers recompute them:
 //! - game-over layouts (a master on its target square): value byte 0;
 //! - wins in one ply (the mover can capture the opponent's master or step
 //!   its master onto the opponent's temple): value byte 255. About half of
 //!   all states.
 //!
-//! This writer stores [`FILLER`] (255) in each of them. On the 4-men table
-//! at zstd level 19 that beat the other fillers tried (bits per state, full
-//! values / WDL): the previous byte 1.175 / 0.218, the byte 30 places
-//! earlier (same card state of the previous layout) 1.397 / 0.275, draw
-//! (128) 1.144 / 0.230, 255 1.144 / 0.203. Wins in one are mostly among
-//! wins, so 255 continues the runs around them.
+//! This writer packs blocks [`Packing::Dense`]: values as the bytes of the
+//! stored states only, WDL as a loss and a draw bit plane per layout. On a
+//! quarter of the 6-men table's blocks (`examples/wdl_encodings.rs`, bits
+//! per state at zstd level 3 / 19): values 1.372 / 0.980 filled, 1.136 /
+//! 0.909 dense, and dense is 1.5-2.6 times faster to compress; WDL 0.469 /
+//! 0.167 as filled bytes, 0.185 / 0.127 as planes, and planes compress 3.3
+//! (level 3) to 7 (level 19) times faster. Planes keep a layout's 30 card
+//! states in one word, which bytes of the stored states only (0.367 /
+//! 0.156) or bits of them (0.222 / 0.192) lose.
+//!
+//! [`Packing::Filled`] blocks (one byte per state, 255 in every recomputable
+//! byte; written before 2026-11-22) are still read.
 
-use crate::format::{BLOCK_BYTES, CompressedHeader, Content, FormatError, Frame, LEVELS, ShardHeader};
+use crate::format::{BLOCK_BYTES, CompressedHeader, Content, FormatError, Frame, LEVELS, Packing, ShardHeader};
 use crate::index::MaterialIndex;
-use crate::rules::{CARD_STATES, CardTables, Rules, masters_end_game, winning_slots};
+use crate::rules::{CARD_STATES, WinsInOne, masters_end_game};
 use crate::shard::{Context, TableFiles};
 use crate::store::{OutputDir, StoreError, check_room, compressed_shard_name};
 use crate::value::{DRAW, NO_VALUE};
@@ -36,57 +41,103 @@ use std::path::{Path, PathBuf};
 pub const WIN_IN_1: u8 = 255;
 /// Value byte a WDL projection stores for every loss.
 pub const WDL_LOSS: u8 = 1;
-/// Marks a byte that is stored as it is (loss in 0 plies is never
-/// recomputed, so this code cannot collide with a recomputed value).
-const STORED: u8 = 1;
-/// What this writer stores in place of a recomputable byte.
-pub const FILLER: u8 = WIN_IN_1;
+/// What a filled block holds in place of a recomputable byte.
+const FILLER: u8 = WIN_IN_1;
+/// Bytes of a layout in dense WDL: a u32 loss mask and a u32 draw mask,
+/// one bit per card state (30 of 32 used).
+const PLANE_BYTES_PER_LAYOUT: usize = 8;
+const _: () = assert!(CARD_STATES <= 32);
 /// Blocks compressed at once per worker thread.
 const BLOCKS_PER_THREAD: usize = 8;
 /// zstd level `onitb compress` uses unless told otherwise.
 pub const DEFAULT_LEVEL: i32 = 19;
 
-/// For each value byte of `range` (offsets in the material's value area):
-/// [`STORED`] if it must be stored, else the byte the rules give it
-/// (0 for game-over layouts, [`WIN_IN_1`]).
-fn recomputed(index: &MaterialIndex, rules: &Rules, tables: &CardTables, range: Range<u64>) -> Vec<u8> {
-    let mut out = vec![STORED; (range.end - range.start) as usize];
-    if range.is_empty() {
-        return out;
-    }
+/// Set in a layout's [`recomputable`] entry if the layout is game over
+/// (card states use bits 0..30).
+const GAME_OVER: u32 = 1 << 31;
+
+/// For each layout that `range` (offsets in the material's value area)
+/// touches: the card states (bit k = state k) whose value the rules give,
+/// wins in one ply, or [`GAME_OVER`] if all of them are holes.
+fn recomputable(index: &MaterialIndex, wins: &WinsInOne, range: &Range<u64>) -> Vec<u32> {
     let states = CARD_STATES as u64;
-    for layout_number in range.start / states..range.end.div_ceil(states) {
-        let layout = index.unrank(layout_number);
-        let words: [u8; CARD_STATES] = if masters_end_game(layout.mover_master, layout.opponent_master) {
-            [NO_VALUE; CARD_STATES]
+    let layouts = range.start / states..range.end.div_ceil(states);
+    let mut entries = Vec::with_capacity((layouts.end - layouts.start) as usize);
+    index.for_each_layout_in(layouts, |layout| {
+        entries.push(if masters_end_game(layout.mover_master, layout.opponent_master) {
+            GAME_OVER
         } else {
-            let slots = winning_slots(&rules.cards, layout.mover, layout.mover_master, layout.opponent_master);
-            let mut wins = 0u32;
-            for (slot, holds) in tables.holds.iter().enumerate() {
-                if slots & (1 << slot) != 0 {
-                    wins |= holds;
-                }
-            }
-            std::array::from_fn(|k| if wins & (1 << k) != 0 { WIN_IN_1 } else { STORED })
-        };
-        let first = layout_number * states;
-        for (k, &byte) in words.iter().enumerate() {
-            let at = first + k as u64;
-            if range.contains(&at) {
-                out[(at - range.start) as usize] = byte;
-            }
-        }
-    }
-    out
+            wins.states(layout.mover, layout.mover_master, layout.opponent_master)
+        })
+    });
+    entries
 }
 
-/// Puts the recomputable values of one block back in place.
-pub fn restore(index: &MaterialIndex, rules: &Rules, tables: &CardTables, range: Range<u64>, bytes: &mut [u8]) {
-    let fixed = recomputed(index, rules, tables, range);
-    for (byte, &fix) in bytes.iter_mut().zip(&fixed) {
-        if fix != STORED {
-            *byte = fix;
-        }
+/// The byte the rules give card state `k` of a layout with [`recomputable`]
+/// entry `entry`, or `None` if the state's value is stored.
+#[inline]
+fn fixed_byte(entry: u32, k: usize) -> Option<u8> {
+    if entry & GAME_OVER != 0 {
+        Some(NO_VALUE)
+    } else if entry >> k & 1 != 0 {
+        Some(WIN_IN_1)
+    } else {
+        None
+    }
+}
+
+/// The layouts `range` touches, in order, each as (its place among them,
+/// its card states inside `range`, the offset in `range` of the first).
+fn segments(range: &Range<u64>) -> impl Iterator<Item = (usize, Range<usize>, usize)> + use<> {
+    let (states, range) = (CARD_STATES as u64, range.clone());
+    let first_layout = range.start / states;
+    (first_layout..range.end.div_ceil(states)).map(move |layout| {
+        let first_state = layout * states;
+        let (from, to) = (range.start.max(first_state), range.end.min(first_state + states));
+        let card_states = (from - first_state) as usize..(to - first_state) as usize;
+        ((layout - first_layout) as usize, card_states, (from - range.start) as usize)
+    })
+}
+
+/// The card states `card_states` as a mask (bit k = state k).
+#[inline]
+fn states_mask(card_states: &Range<usize>) -> u32 {
+    ((1u64 << card_states.end) - (1u64 << card_states.start)) as u32
+}
+
+/// The set bits of `mask`, lowest first.
+#[inline]
+fn set_bits(mut mask: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let k = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            k
+        })
+    })
+}
+
+/// Stored states of `range`: those whose value the rules do not give.
+fn stored_states(range: &Range<u64>, entries: &[u32]) -> usize {
+    segments(range)
+        .map(|(j, card_states, _)| {
+            let inside = states_mask(&card_states);
+            if entries[j] & GAME_OVER != 0 { 0 } else { (inside & !entries[j]).count_ones() as usize }
+        })
+        .sum()
+}
+
+/// Layouts that `range` (value-area offsets) touches, whole or in part.
+fn layouts_touched(range: &Range<u64>) -> usize {
+    let states = CARD_STATES as u64;
+    (range.end.div_ceil(states) - range.start / states) as usize
+}
+
+/// Most bytes the frame of a block covering `range` may decompress to.
+pub fn stored_capacity(range: &Range<u64>, content: Content, packing: Packing) -> usize {
+    match (packing, content) {
+        (Packing::Filled, _) | (Packing::Dense, Content::Values) => (range.end - range.start) as usize,
+        (Packing::Dense, Content::Wdl) => PLANE_BYTES_PER_LAYOUT * layouts_touched(range),
     }
 }
 
@@ -108,32 +159,154 @@ fn disagreement(index: &MaterialIndex, at: u64, stored: u8, expected: Option<u8>
 
 /// The bytes a compressed shard stores for one block of values: checks
 /// that the recomputable bytes are what the rules say, projects to WDL if
-/// asked, and fills the recomputable bytes.
+/// asked, and packs.
 pub fn stored_bytes(
     index: &MaterialIndex,
     context: &Context,
     range: Range<u64>,
     values: &[u8],
     content: Content,
+    packing: Packing,
 ) -> Result<Vec<u8>, FormatError> {
-    let fixed = recomputed(index, &context.rules, &context.tables, range.clone());
-    let mut out = Vec::with_capacity(values.len());
-    for (i, (&value, &fix)) in values.iter().zip(&fixed).enumerate() {
-        let at = range.start + i as u64;
-        if fix != STORED {
-            if value != fix {
-                return Err(disagreement(index, at, value, Some(fix)));
+    assert_eq!(values.len() as u64, range.end - range.start, "one value per state of the range");
+    let entries = recomputable(index, &context.wins, &range);
+    for (j, card_states, first) in segments(&range) {
+        for (i, k) in card_states.enumerate() {
+            let value = values[first + i];
+            let at = range.start + (first + i) as u64;
+            match fixed_byte(entries[j], k) {
+                Some(fix) if value != fix => return Err(disagreement(index, at, value, Some(fix))),
+                None if value == WIN_IN_1 || value == NO_VALUE => return Err(disagreement(index, at, value, None)),
+                _ => {}
             }
-            out.push(FILLER);
-            continue;
         }
-        if value == WIN_IN_1 || value == NO_VALUE {
-            return Err(disagreement(index, at, value, None));
+    }
+    let project = |value: u8| match content {
+        Content::Values => value,
+        Content::Wdl => wdl_byte(value),
+    };
+    let mut out = Vec::with_capacity(stored_capacity(&range, content, packing));
+    match (packing, content) {
+        (Packing::Filled, _) => {
+            for (j, card_states, first) in segments(&range) {
+                for (i, k) in card_states.enumerate() {
+                    let stored = fixed_byte(entries[j], k).is_none();
+                    out.push(if stored { project(values[first + i]) } else { FILLER });
+                }
+            }
         }
-        out.push(match content {
-            Content::Values => value,
-            Content::Wdl => wdl_byte(value),
-        });
+        (Packing::Dense, Content::Values) => {
+            for (j, card_states, first) in segments(&range) {
+                for (i, k) in card_states.enumerate() {
+                    if fixed_byte(entries[j], k).is_none() {
+                        out.push(values[first + i]);
+                    }
+                }
+            }
+        }
+        (Packing::Dense, Content::Wdl) => {
+            let (mut losses, mut draws) = (vec![0u32; entries.len()], vec![0u32; entries.len()]);
+            for (j, card_states, first) in segments(&range) {
+                for (i, k) in card_states.enumerate() {
+                    let value = values[first + i];
+                    if fixed_byte(entries[j], k).is_none() && value < DRAW {
+                        losses[j] |= 1 << k;
+                    } else if fixed_byte(entries[j], k).is_none() && value == DRAW {
+                        draws[j] |= 1 << k;
+                    }
+                }
+            }
+            out.extend(losses.iter().chain(&draws).flat_map(|mask| mask.to_le_bytes()));
+        }
+    }
+    Ok(out)
+}
+
+/// The value bytes of one block (for WDL content: 1, 128 or 255) from
+/// what its frame decompressed to: unpacks, and puts the recomputable
+/// values back. Fails if `stored` has the wrong length for the block.
+pub fn unpack(
+    index: &MaterialIndex,
+    context: &Context,
+    range: Range<u64>,
+    stored: &[u8],
+    content: Content,
+    packing: Packing,
+    block: usize,
+) -> Result<Vec<u8>, FormatError> {
+    let entries = recomputable(index, &context.wins, &range);
+    let expected = match (packing, content) {
+        (Packing::Dense, Content::Values) => stored_states(&range, &entries),
+        _ => stored_capacity(&range, content, packing),
+    };
+    if stored.len() != expected {
+        let problem = format!("{} bytes instead of {expected}", stored.len());
+        return Err(FormatError::Decompress { block, problem });
+    }
+    let mut out = vec![0u8; (range.end - range.start) as usize];
+    // One loop per packing: this runs for every block a probe or a reader
+    // decompresses, so the packing is not decided per state.
+    match (packing, content) {
+        (Packing::Filled, _) => {
+            for (j, card_states, first) in segments(&range) {
+                let (entry, inside) = (entries[j], states_mask(&card_states));
+                if entry & GAME_OVER != 0 {
+                    continue; // out is already NO_VALUE there
+                }
+                let states = &mut out[first..first + card_states.len()];
+                states.copy_from_slice(&stored[first..first + states.len()]);
+                for k in set_bits(entry & inside) {
+                    states[k - card_states.start] = WIN_IN_1;
+                }
+            }
+        }
+        (Packing::Dense, Content::Values) => {
+            let mut next = 0;
+            for (j, card_states, first) in segments(&range) {
+                let (entry, inside) = (entries[j], states_mask(&card_states));
+                if entry & GAME_OVER != 0 {
+                    continue; // out is already NO_VALUE there
+                }
+                let states = &mut out[first..first + card_states.len()];
+                if entry & inside == 0 {
+                    // No win in one: the layout's bytes are stored in a row.
+                    states.copy_from_slice(&stored[next..next + states.len()]);
+                    next += states.len();
+                    continue;
+                }
+                states.fill(WIN_IN_1);
+                for k in set_bits(inside & !entry) {
+                    states[k - card_states.start] = stored[next];
+                    next += 1;
+                }
+            }
+            debug_assert_eq!(next, stored.len());
+        }
+        (Packing::Dense, Content::Wdl) => {
+            let mask = |plane: usize, j: usize| {
+                let at = (plane * entries.len() + j) * 4;
+                u32::from_le_bytes(stored[at..at + 4].try_into().expect("4 bytes"))
+            };
+            for (j, card_states, first) in segments(&range) {
+                let (entry, inside) = (entries[j], states_mask(&card_states));
+                if entry & GAME_OVER != 0 {
+                    continue;
+                }
+                let (losses, draws) = (mask(0, j) & inside & !entry, mask(1, j) & inside & !entry);
+                if losses & draws != 0 {
+                    let at = range.start + (first + losses.trailing_zeros() as usize - card_states.start) as u64;
+                    let problem = format!("state {at} is marked both lost and drawn");
+                    return Err(FormatError::Decompress { block, problem });
+                }
+                let states = &mut out[first..first + card_states.len()];
+                states.fill(WIN_IN_1);
+                for (plane, byte) in [(losses, WDL_LOSS), (draws, DRAW)] {
+                    for k in set_bits(plane) {
+                        states[k - card_states.start] = byte;
+                    }
+                }
+            }
+        }
     }
     Ok(out)
 }
@@ -160,15 +333,12 @@ pub fn compress_frame(stored: &[u8], level: i32) -> Result<(Vec<u8>, Frame), For
     Ok((frame, entry))
 }
 
-/// Decompresses one frame whose bytes already passed their checksum, and
-/// checks the result's length and checksum.
-pub fn decompress_frame(frame: &[u8], len: usize, content_crc: u32, block: usize) -> Result<Vec<u8>, FormatError> {
-    let bytes =
-        zstd::bulk::decompress(frame, len).map_err(|e| FormatError::Decompress { block, problem: e.to_string() })?;
-    if bytes.len() != len {
-        let problem = format!("{} bytes instead of {len}", bytes.len());
-        return Err(FormatError::Decompress { block, problem });
-    }
+/// Decompresses one frame whose bytes already passed their checksum into at
+/// most `capacity` bytes, and checks the result's checksum (its length is
+/// [`unpack`]'s to check).
+pub fn decompress_frame(frame: &[u8], capacity: usize, content_crc: u32, block: usize) -> Result<Vec<u8>, FormatError> {
+    let bytes = zstd::bulk::decompress(frame, capacity)
+        .map_err(|e| FormatError::Decompress { block, problem: e.to_string() })?;
     let computed = crc32fast::hash(&bytes);
     if computed != content_crc {
         return Err(FormatError::ContentCrc { block, stored: content_crc, computed });
@@ -219,8 +389,16 @@ pub fn compress_table(
         let header = ShardHeader { block_crcs: Vec::new(), ..shard.header().clone() };
         let mut writer =
             CompressedShardWriter::create(&path, header, &context, level, content)?.values_from(shard.path());
-        for block in 0..shard.block_count() {
-            writer.write_values(&shard.read_values(block, &context)?)?;
+        // Read (decompress, unpack) a batch of blocks in parallel, as the
+        // writer compresses its batches: for a compressed input at a fast
+        // level, reading is as much work as writing.
+        let blocks: Vec<usize> = (0..shard.block_count()).collect();
+        for batch in blocks.chunks(BLOCKS_PER_THREAD * rayon::current_num_threads()) {
+            let values: Vec<Vec<u8>> =
+                batch.par_iter().map(|&block| shard.read_values(block, &context)).collect::<Result<_, _>>()?;
+            for block_values in &values {
+                writer.write_values(block_values)?;
+            }
         }
         let written = writer.finish()?;
         report(written);
@@ -248,6 +426,8 @@ pub struct CompressedShardWriter<'c> {
     index: std::sync::Arc<MaterialIndex>,
     level: i32,
     content: Content,
+    /// Always [`Packing::Dense`] except in tests of reading filled shards.
+    packing: Packing,
     /// Full blocks not compressed yet, and the block being filled.
     pending: Vec<Vec<u8>>,
     current: Vec<u8>,
@@ -280,6 +460,7 @@ impl<'c> CompressedShardWriter<'c> {
             context,
             level,
             content,
+            packing: Packing::Dense,
             pending: Vec::new(),
             current: Vec::with_capacity(BLOCK_BYTES as usize),
             frames: Vec::new(),
@@ -320,7 +501,7 @@ impl<'c> CompressedShardWriter<'c> {
     fn flush(&mut self) -> Result<(), StoreError> {
         let first = self.frames.len();
         let (index, context, header) = (&self.index, self.context, &self.header);
-        let (level, content) = (self.level, self.content);
+        let (level, content, packing) = (self.level, self.content, self.packing);
         self.states +=
             self.pending.par_iter().map(|v| v.iter().filter(|&&b| b != NO_VALUE).count() as u64).sum::<u64>();
         let compressed: Vec<(Vec<u8>, Frame)> = self
@@ -328,7 +509,7 @@ impl<'c> CompressedShardWriter<'c> {
             .par_iter()
             .enumerate()
             .map(|(i, values)| {
-                let stored = stored_bytes(index, context, header.block_range(first + i), values, content)?;
+                let stored = stored_bytes(index, context, header.block_range(first + i), values, content, packing)?;
                 compress_frame(&stored, level)
             })
             .collect::<Result<_, _>>()
@@ -353,8 +534,13 @@ impl<'c> CompressedShardWriter<'c> {
         }
         self.flush()?;
         let material = self.header.material;
-        let compressed =
-            CompressedHeader { shard: self.header, content: self.content, level: self.level, frames: self.frames };
+        let compressed = CompressedHeader {
+            shard: self.header,
+            content: self.content,
+            packing: self.packing,
+            level: self.level,
+            frames: self.frames,
+        };
         let bytes = compressed.to_bytes();
         self.file.seek(SeekFrom::Start(0)).map_err(write_error("write shard", &self.path))?;
         self.file.write_all(&bytes).map_err(write_error("write shard", &self.path))?;
@@ -372,17 +558,23 @@ fn write_error(action: &'static str, path: &Path) -> impl Fn(std::io::Error) -> 
 mod tests {
     use super::*;
     use crate::index::Material;
-    use crate::rules::{CardState, Position};
+    use crate::rules::{CardState, Position, Rules};
 
     #[test]
-    fn recomputed_bytes_follow_the_rules_across_block_edges() {
+    fn recomputable_states_follow_the_rules_across_block_edges() {
         let rules = Rules::default();
-        let tables = CardTables::new();
+        let wins = WinsInOne::new(&rules.cards);
         let index = MaterialIndex::new(Material::new(2, 1));
         let len = index.layouts() * CARD_STATES as u64;
         // Ranges that start and end inside layouts.
         for range in [0..len, 7..len - 11, 31..59] {
-            let fixed = recomputed(&index, &rules, &tables, range.clone());
+            let entries = recomputable(&index, &wins, &range);
+            let fixed: Vec<Option<u8>> = segments(&range)
+                .flat_map(|(j, card_states, _)| card_states.map(move |k| (j, k)))
+                .map(|(j, k)| fixed_byte(entries[j], k))
+                .collect();
+            assert_eq!(fixed.len() as u64, range.end - range.start);
+            assert_eq!(stored_states(&range, &entries), fixed.iter().filter(|f| f.is_none()).count());
             for (i, &fix) in fixed.iter().enumerate() {
                 let at = range.start + i as u64;
                 let layout = index.unrank(at / 30);
@@ -394,11 +586,11 @@ mod tests {
                     cards: CardState::new((at % 30) as usize),
                 };
                 let expected = if position.is_game_over() {
-                    NO_VALUE
+                    Some(NO_VALUE)
                 } else if position.moves(&rules).iter().any(|m| m.outcome == crate::rules::Outcome::Win) {
-                    WIN_IN_1
+                    Some(WIN_IN_1)
                 } else {
-                    STORED
+                    None
                 };
                 assert_eq!(fix, expected, "state {at}");
             }
@@ -421,5 +613,80 @@ mod tests {
             zstd::zstd_safe::compress_bound(crate::format::BLOCK_BYTES as usize)
                 <= crate::format::MAX_FRAME_BYTES as usize
         );
+    }
+
+    /// The 2v2 values of the default card set: wins in one, game-over
+    /// holes, losses, wins and draws all occur.
+    fn solved_2v2() -> (Context, std::sync::Arc<MaterialIndex>, Vec<u8>) {
+        let table = crate::table::Table::generate(&Rules::default(), 2).unwrap();
+        let solved = table.material(Material::new(2, 2)).unwrap();
+        let context = Context::new(Rules::default(), 2);
+        let index = context.index(Material::new(2, 2));
+        (context, index, solved.values.clone())
+    }
+
+    #[test]
+    fn every_packing_gives_back_the_values_or_their_wdl() {
+        let (context, index, values) = solved_2v2();
+        assert!(values.contains(&DRAW), "the sample has draws");
+        let len = values.len() as u64;
+        // Ranges that start and end inside layouts, a one-state range, all.
+        for range in [0..len, 7..len - 11, 31..59, 40..41] {
+            let slice = &values[range.start as usize..range.end as usize];
+            for content in [Content::Values, Content::Wdl] {
+                let expected: Vec<u8> = match content {
+                    Content::Values => slice.to_vec(),
+                    Content::Wdl => slice.iter().map(|&v| wdl_byte(v)).collect(),
+                };
+                for packing in [Packing::Filled, Packing::Dense] {
+                    let stored = stored_bytes(&index, &context, range.clone(), slice, content, packing).unwrap();
+                    assert!(stored.len() <= stored_capacity(&range, content, packing));
+                    let back = unpack(&index, &context, range.clone(), &stored, content, packing, 0).unwrap();
+                    assert_eq!(back, expected, "{content:?} {packing:?} {range:?}");
+                    let mut short = stored.clone();
+                    short.pop();
+                    assert!(matches!(
+                        unpack(&index, &context, range.clone(), &short, content, packing, 9),
+                        Err(FormatError::Decompress { block: 9, .. })
+                    ));
+                }
+            }
+        }
+        // Dense values keep only the bytes the rules cannot give.
+        let dense = stored_bytes(&index, &context, 0..len, &values, Content::Values, Packing::Dense).unwrap();
+        let has_winning_move = values.iter().filter(|&&v| v == WIN_IN_1 || v == NO_VALUE).count();
+        assert_eq!(dense.len(), values.len() - has_winning_move);
+        // A state marked both lost and drawn is refused.
+        let mut planes = stored_bytes(&index, &context, 0..len, &values, Content::Wdl, Packing::Dense).unwrap();
+        let layouts = layouts_touched(&(0..len));
+        let at = values.iter().position(|&v| v != WIN_IN_1 && v != NO_VALUE).unwrap();
+        planes[(at / 30) * 4 + (at % 30) / 8] |= 1 << (at % 30 % 8);
+        planes[(layouts + at / 30) * 4 + (at % 30) / 8] |= 1 << (at % 30 % 8);
+        assert!(matches!(
+            unpack(&index, &context, 0..len, &planes, Content::Wdl, Packing::Dense, 0),
+            Err(FormatError::Decompress { .. })
+        ));
+    }
+
+    #[test]
+    fn filled_shards_written_before_dense_packing_still_read() {
+        let (context, index, values) = solved_2v2();
+        let tmp = tempfile::tempdir().unwrap();
+        let rules = Rules::default();
+        for packing in [Packing::Filled, Packing::Dense] {
+            let path = tmp.path().join(format!("{packing:?}.onitbz"));
+            let header = ShardHeader::for_material(&rules, 2, index.material).unwrap();
+            let header = ShardHeader { block_crcs: Vec::new(), ..header };
+            let mut writer = CompressedShardWriter::create(&path, header, &context, 1, Content::Values).unwrap();
+            writer.packing = packing;
+            writer.write_values(&values).unwrap();
+            writer.finish().unwrap();
+            let shard = crate::shard::ShardFile::open(&path).unwrap();
+            let crate::shard::Storage::Compressed(c) = shard.storage() else { panic!("compressed") };
+            assert_eq!(c.packing, packing);
+            let read: Vec<u8> =
+                (0..shard.block_count()).flat_map(|b| shard.read_values(b, &context).unwrap()).collect();
+            assert_eq!(read, values, "{packing:?}");
+        }
     }
 }

@@ -118,7 +118,7 @@ pub enum FormatError {
     WdlOnly,
     #[error("value area has {got} bytes, the material needs {expected}")]
     ValuesLength { expected: u64, got: u64 },
-    #[error("unknown content code {0} (0 = values, 1 = win/draw/loss only)")]
+    #[error("unknown content code {0} (0 and 2 = values, 1 and 3 = win/draw/loss only)")]
     Content(u8),
     #[error("zstd level {0} is out of range")]
     Level(i32),
@@ -372,13 +372,38 @@ pub enum Content {
     Wdl,
 }
 
-impl Content {
-    fn code(self) -> u8 {
-        match self {
-            Content::Values => 0,
-            Content::Wdl => 1,
-        }
+/// How a compressed block's stored bytes are laid out (docs/FORMAT.md,
+/// "Stored bytes").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Packing {
+    /// One byte per state, recomputable states filled with any byte
+    /// (what writers before 2026-11-22 wrote; still read).
+    Filled,
+    /// Only what the rules cannot recompute: the value bytes of the stored
+    /// states (values), or a loss and a draw bit plane per layout (WDL).
+    Dense,
+}
+
+/// The content byte of a compressed header: content and packing.
+fn content_code(content: Content, packing: Packing) -> u8 {
+    let content = match content {
+        Content::Values => 0,
+        Content::Wdl => 1,
+    };
+    match packing {
+        Packing::Filled => content,
+        Packing::Dense => content + 2,
     }
+}
+
+fn content_of_code(code: u8) -> Result<(Content, Packing), FormatError> {
+    Ok(match code {
+        0 => (Content::Values, Packing::Filled),
+        1 => (Content::Wdl, Packing::Filled),
+        2 => (Content::Values, Packing::Dense),
+        3 => (Content::Wdl, Packing::Dense),
+        code => return Err(FormatError::Content(code)),
+    })
 }
 
 /// One block of a compressed shard as the seek table records it.
@@ -400,6 +425,7 @@ pub struct Frame {
 pub struct CompressedHeader {
     pub shard: ShardHeader,
     pub content: Content,
+    pub packing: Packing,
     /// zstd level the frames were written with (informative).
     pub level: i32,
     /// One per block, in block order; frames follow the header back to back.
@@ -438,11 +464,7 @@ impl CompressedHeader {
             return Err(FormatError::TrailingBytes { extra: (bytes.len() - len) as u64 });
         }
         check_seal(bytes)?;
-        let content = match bytes[CONTENT_OFFSET] {
-            0 => Content::Values,
-            1 => Content::Wdl,
-            code => return Err(FormatError::Content(code)),
-        };
+        let (content, packing) = content_of_code(bytes[CONTENT_OFFSET])?;
         let level = u32_at(bytes, LEVEL_OFFSET) as i32;
         if !LEVELS.contains(&level) {
             return Err(FormatError::Level(level));
@@ -471,7 +493,7 @@ impl CompressedHeader {
             layouts: fixed.layouts,
             block_crcs: Vec::new(),
         };
-        Ok(CompressedHeader { shard, content, level, frames })
+        Ok(CompressedHeader { shard, content, packing, level, frames })
     }
 
     /// The header bytes, checksum included.
@@ -483,7 +505,7 @@ impl CompressedHeader {
         assert!(LEVELS.contains(&self.level));
         let mut out = vec![0u8; compressed_header_len(self.frames.len())];
         self.shard.write_fixed(&mut out, &COMPRESSED_MAGIC, self.frames.len());
-        out[CONTENT_OFFSET] = self.content.code();
+        out[CONTENT_OFFSET] = content_code(self.content, self.packing);
         out[LEVEL_OFFSET..][..LEVEL_SIZE].copy_from_slice(&self.level.to_le_bytes());
         for (block, frame) in self.frames.iter().enumerate() {
             let at = COMPRESSED_FIXED_HEADER_BYTES + FRAME_ENTRY_SIZE * block;
@@ -781,6 +803,7 @@ mod tests {
         CompressedHeader {
             shard: ShardHeader { block_crcs: Vec::new(), ..shard },
             content: Content::Wdl,
+            packing: Packing::Dense,
             level: 19,
             frames,
         }
@@ -805,6 +828,25 @@ mod tests {
         assert_eq!(ShardHeader::from_bytes(&bytes).unwrap_err(), FormatError::BadMagic);
         let (_, raw) = sample(&Rules::default());
         assert_eq!(CompressedHeader::total_len(&raw).unwrap_err(), FormatError::BadCompressedMagic);
+    }
+
+    #[test]
+    fn every_content_and_packing_has_its_own_code() {
+        let header = CompressedHeader::from_bytes(&compressed_sample()).unwrap();
+        let mut codes = Vec::new();
+        for content in [Content::Values, Content::Wdl] {
+            for packing in [Packing::Filled, Packing::Dense] {
+                let bytes = CompressedHeader { content, packing, ..header.clone() }.to_bytes();
+                let read = CompressedHeader::from_bytes(&bytes).unwrap();
+                assert_eq!((read.content, read.packing), (content, packing));
+                codes.push(bytes[CONTENT_OFFSET]);
+            }
+        }
+        assert_eq!(codes, [0, 2, 1, 3]);
+        let mut unknown = header.to_bytes();
+        unknown[CONTENT_OFFSET] = 4;
+        seal(&mut unknown);
+        assert_eq!(CompressedHeader::from_bytes(&unknown).unwrap_err(), FormatError::Content(4));
     }
 
     proptest::proptest! {

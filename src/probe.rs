@@ -2,14 +2,14 @@
 //!
 //! Owns [`Tablebase`]: lazy access to a table directory (raw or compressed
 //! shards) through a small LRU cache of checked blocks. Opening reads the
-//! shard headers only; a probe reads and decompresses only the block that
-//! holds the position. Values a compressed shard does not store (wins in one
-//! ply) are recomputed from the rules.
+//! shard headers only; a probe reads, decompresses and unpacks only the
+//! block that holds the position. Values a compressed shard does not store
+//! (wins in one ply) are recomputed from the rules.
 
 use crate::format::Content;
-use crate::index::{Layout, Material, MaterialIndex};
+use crate::index::{Layout, Material};
 use crate::rules::{CARD_STATES, Move, Outcome, Position, Rules};
-use crate::shard::TableFiles;
+use crate::shard::{Context, TableFiles};
 use crate::store::StoreError;
 use crate::value::Value;
 use std::collections::HashMap;
@@ -46,7 +46,9 @@ pub struct MoveValue {
 /// A table directory opened for probing.
 pub struct Tablebase {
     files: TableFiles,
-    indexes: Vec<MaterialIndex>,
+    /// Indexes for ranking positions, and what unpacking compressed blocks
+    /// needs.
+    context: Context,
     cache: Mutex<BlockCache>,
 }
 
@@ -63,9 +65,9 @@ impl Tablebase {
         if files.shards.iter().any(|s| s.content() != Content::Values) {
             return Err(ProbeError::WdlOnly);
         }
-        let indexes = files.shards.iter().map(|s| MaterialIndex::new(s.material())).collect();
+        let context = Context::new(files.rules, files.max_per_side);
         let cache = Mutex::new(BlockCache::new(blocks.max(1)));
-        Ok(Tablebase { files, indexes, cache })
+        Ok(Tablebase { files, context, cache })
     }
 
     pub fn rules(&self) -> &Rules {
@@ -93,7 +95,7 @@ impl Tablebase {
         if recomputes && position.has_winning_move(self.rules()) {
             return Ok(Value::Win(1));
         }
-        let index = &self.indexes[slot];
+        let index = self.context.index(material);
         let layout = Layout {
             mover: position.mover,
             opponent: position.opponent,
@@ -138,7 +140,7 @@ impl Tablebase {
         }
         // Read without holding the lock; two threads may read the same
         // block, which is harmless.
-        let bytes = Arc::new(self.files.shards[slot].read_block(block)?);
+        let bytes = Arc::new(self.files.shards[slot].read_values(block, &self.context)?);
         self.lock().insert((slot, block), bytes.clone());
         Ok(bytes)
     }

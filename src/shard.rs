@@ -14,7 +14,7 @@
 use crate::compress;
 use crate::format::{COMPRESSED_MAGIC, CompressedHeader, Content, FIXED_HEADER_BYTES, FormatError, MAGIC, ShardHeader};
 use crate::index::{Material, MaterialIndex};
-use crate::rules::{CardTables, Rules};
+use crate::rules::{Rules, WinsInOne};
 use crate::store::{StoreError, compressed_shard_name, material_of_name, shard_name};
 use crate::table::{SolvedMaterial, Stats, Table};
 use std::fs::{self, File};
@@ -160,7 +160,8 @@ impl ShardFile {
     }
 
     /// One block as stored in the shard, checked: for a compressed shard,
-    /// decompressed, with arbitrary bytes where values are recomputable.
+    /// its frame decompressed (packed as the header says, see
+    /// [`compress::unpack`]).
     pub fn read_block(&self, block: usize) -> Result<Vec<u8>, StoreError> {
         assert!(block < self.block_count(), "block {block} of {}", self.block_count());
         let format_error = |cause| StoreError::Format { path: self.path.clone(), cause };
@@ -171,30 +172,33 @@ impl ShardFile {
         match &self.storage {
             Storage::Raw { .. } => Ok(stored),
             Storage::Compressed(c) => {
-                let range = self.header.block_range(block);
-                let expected_len = (range.end - range.start) as usize;
-                compress::decompress_frame(&stored, expected_len, c.frames[block].content_crc, block)
-                    .map_err(format_error)
+                let capacity = compress::stored_capacity(&self.header.block_range(block), c.content, c.packing);
+                compress::decompress_frame(&stored, capacity, c.frames[block].content_crc, block).map_err(format_error)
             }
         }
     }
 
-    /// One block of true value bytes: [`ShardFile::read_block`] with the
-    /// recomputable bytes of a compressed shard recomputed.
+    /// One block of true value bytes (for a WDL shard: 1, 128 or 255):
+    /// [`ShardFile::read_block`], unpacked, with the recomputable values of a
+    /// compressed shard recomputed.
     pub fn read_values(&self, block: usize, context: &Context) -> Result<Vec<u8>, StoreError> {
-        let mut bytes = self.read_block(block)?;
-        if self.is_compressed() {
-            let range = self.header.block_range(block);
-            compress::restore(&context.index(self.material()), &context.rules, &context.tables, range, &mut bytes);
+        let stored = self.read_block(block)?;
+        match &self.storage {
+            Storage::Raw { .. } => Ok(stored),
+            Storage::Compressed(c) => {
+                let range = self.header.block_range(block);
+                compress::unpack(&context.index(self.material()), context, range, &stored, c.content, c.packing, block)
+                    .map_err(|cause| StoreError::Format { path: self.path.clone(), cause })
+            }
         }
-        Ok(bytes)
     }
 }
 
-/// What recomputing values needs: the rules, card tables and indexes.
+/// What recomputing values needs: the rules, their wins in one ply, and
+/// the indexes.
 pub struct Context {
     pub rules: Rules,
-    pub tables: CardTables,
+    pub wins: WinsInOne,
     indexes: Vec<(Material, std::sync::Arc<MaterialIndex>)>,
 }
 
@@ -204,7 +208,7 @@ impl Context {
             .into_iter()
             .map(|m| (m, std::sync::Arc::new(MaterialIndex::new(m))))
             .collect();
-        Context { rules, tables: CardTables::new(), indexes }
+        Context { rules, wins: WinsInOne::new(&rules.cards), indexes }
     }
 
     /// # Panics
