@@ -689,4 +689,56 @@ mod tests {
             assert_eq!(read, values, "{packing:?}");
         }
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Whatever a frame decompresses to (a crafted file can carry any
+        /// bytes under a valid checksum), unpacking returns values or an
+        /// error, never a panic; bytes of the right length for the range
+        /// often are values.
+        #[test]
+        fn unpacking_any_bytes_never_panics(
+            start in 0u64..200_000,
+            len in 1u64..5_000,
+            seed in proptest::prelude::any::<u64>(),
+            exact in proptest::prelude::any::<bool>(),
+            kind in 0usize..4,
+        ) {
+            let context = Context::new(Rules::default(), 2);
+            let index = context.index(Material::new(2, 2));
+            let end = (start + len).min(index.layouts() * CARD_STATES as u64);
+            let range = start.min(end - 1)..end;
+            let (content, packing) = [
+                (Content::Values, Packing::Filled),
+                (Content::Wdl, Packing::Filled),
+                (Content::Values, Packing::Dense),
+                (Content::Wdl, Packing::Dense),
+            ][kind];
+            let right_len = match (packing, content) {
+                (Packing::Dense, Content::Values) => {
+                    stored_states(&range, &recomputable(&index, &context.wins, &range))
+                }
+                _ => stored_capacity(&range, content, packing),
+            };
+            let stored_len = if exact { right_len } else { (seed % 3000) as usize };
+            let mut state = seed | 1;
+            let stored: Vec<u8> = (0..stored_len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state as u8
+                })
+                .collect();
+            let result = unpack(&index, &context, range.clone(), &stored, content, packing, 0);
+            if let Ok(values) = &result {
+                proptest::prop_assert_eq!(values.len() as u64, range.end - range.start);
+                proptest::prop_assert_eq!(stored.len(), right_len);
+            }
+            if stored.len() != right_len {
+                proptest::prop_assert!(result.is_err());
+            }
+        }
+    }
 }
