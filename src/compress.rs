@@ -209,9 +209,12 @@ pub fn stored_bytes(
             for (j, card_states, first) in segments(&range) {
                 for (i, k) in card_states.enumerate() {
                     let value = values[first + i];
-                    if fixed_byte(entries[j], k).is_none() && value < DRAW {
+                    if fixed_byte(entries[j], k).is_some() {
+                        continue;
+                    }
+                    if value < DRAW {
                         losses[j] |= 1 << k;
-                    } else if fixed_byte(entries[j], k).is_none() && value == DRAW {
+                    } else if value == DRAW {
                         draws[j] |= 1 << k;
                     }
                 }
@@ -392,10 +395,11 @@ pub fn compress_table(
         // Read (decompress, unpack) a batch of blocks in parallel, as the
         // writer compresses its batches: for a compressed input at a fast
         // level, reading is as much work as writing.
-        let blocks: Vec<usize> = (0..shard.block_count()).collect();
-        for batch in blocks.chunks(BLOCKS_PER_THREAD * rayon::current_num_threads()) {
+        let batch_blocks = BLOCKS_PER_THREAD * rayon::current_num_threads();
+        for first in (0..shard.block_count()).step_by(batch_blocks) {
+            let batch = first..(first + batch_blocks).min(shard.block_count());
             let values: Vec<Vec<u8>> =
-                batch.par_iter().map(|&block| shard.read_values(block, &context)).collect::<Result<_, _>>()?;
+                batch.into_par_iter().map(|block| shard.read_values(block, &context)).collect::<Result<_, _>>()?;
             for block_values in &values {
                 writer.write_values(block_values)?;
             }

@@ -77,10 +77,21 @@ impl BatchReader {
         BatchReader { direct, buffered: Vec::new() }
     }
 
-    /// Bytes `start..end` of the shard.
-    fn read(&mut self, shard: &ShardFile, start: u64, end: u64) -> Result<&[u8], StoreError> {
-        let direct_file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(shard.path());
-        if let (Some(buffer), Ok(file)) = (self.direct.as_mut(), direct_file) {
+    /// The shard opened for O_DIRECT reads, if the file system allows it.
+    fn open_direct(shard: &ShardFile) -> Option<fs::File> {
+        fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(shard.path()).ok()
+    }
+
+    /// Bytes `start..end` of the shard, through `direct` (the shard opened
+    /// by [`BatchReader::open_direct`]) when there is one.
+    fn read(
+        &mut self,
+        shard: &ShardFile,
+        direct: Option<&fs::File>,
+        start: u64,
+        end: u64,
+    ) -> Result<&[u8], StoreError> {
+        if let (Some(buffer), Some(file)) = (self.direct.as_mut(), direct) {
             let align = ALIGN_BYTES as u64;
             let first = start - start % align;
             let len = ((end - first).next_multiple_of(align) as usize).min(buffer.len());
@@ -160,6 +171,7 @@ fn verify_shard(path: &Path, reader: &mut BatchReader, report: &mut Report) -> O
     };
     report.shards += 1;
     let blocks = shard.block_count();
+    let direct = BatchReader::open_direct(&shard);
     let mut first = 0;
     while first < blocks {
         // Blocks are stored back to back: read a run of them at once.
@@ -174,7 +186,7 @@ fn verify_shard(path: &Path, reader: &mut BatchReader, report: &mut Report) -> O
             end = offset + len;
             end_block += 1;
         }
-        let batch = match reader.read(&shard, start, end) {
+        let batch = match reader.read(&shard, direct.as_ref(), start, end) {
             Ok(batch) => batch,
             Err(error) => {
                 report.failures.push(error);
@@ -405,14 +417,14 @@ mod tests {
         let bytes = fs::read(&path).unwrap();
         let shard = ShardFile::open(&path).unwrap();
         let len = bytes.len() as u64;
-        let mut direct = BatchReader::new();
-        let mut buffered = BatchReader { direct: None, buffered: Vec::new() };
-        assert!(direct.direct.is_some());
+        let mut reader = BatchReader::new();
+        let file = BatchReader::open_direct(&shard);
+        assert!(reader.direct.is_some() && file.is_some());
         for (start, end) in [(0, len), (201, 4096 * 3 + 17), (len - 5000, len), (len - 1, len)] {
             let expected = &bytes[start as usize..end as usize];
-            assert_eq!(direct.read(&shard, start, end).unwrap(), expected, "{start}..{end}");
-            assert_eq!(buffered.read(&shard, start, end).unwrap(), expected, "{start}..{end}");
+            assert_eq!(reader.read(&shard, file.as_ref(), start, end).unwrap(), expected, "{start}..{end}");
+            assert_eq!(reader.read(&shard, None, start, end).unwrap(), expected, "{start}..{end}");
         }
-        assert!(direct.read(&shard, len - 10, len + 1).is_err());
+        assert!(reader.read(&shard, file.as_ref(), len - 10, len + 1).is_err());
     }
 }
