@@ -147,6 +147,32 @@ fn landing_slot(from: u8, to: u8) -> u8 {
 /// A landing group and its segment, if the move exists in the index.
 pub(super) type LandingGroup<'a, T> = Option<(&'a Group, &'a [T])>;
 
+/// The groups of `target` that moves out of `group` land in, per
+/// [`landing_slot`] (from row, to row): quiet moves, or captures
+/// (`capture`) into rows of the bit set `rows` only. What a [`Landing`]
+/// resolves, and so all of `target` its kernels read.
+pub(super) fn landing_group_numbers(
+    group: &Group,
+    target: &MaterialIndex,
+    capture: bool,
+    rows: u8,
+) -> [Option<usize>; ROWS * ROWS] {
+    let mut groups = [None; ROWS * ROWS];
+    for (from_row, row) in groups.chunks_exact_mut(ROWS).enumerate() {
+        if group.mover_counts[from_row] == 0 {
+            continue;
+        }
+        for (to_row, slot) in row.iter_mut().enumerate() {
+            if rows & (1 << to_row) == 0 || (capture && group.opponent_counts[to_row] == 0) {
+                continue;
+            }
+            let (mover, opponent) = landing_counts(group, from_row, to_row, capture);
+            *slot = target.group_by_counts(&mover, &opponent);
+        }
+    }
+    groups
+}
+
 impl<'a, T> Landing<'a, T> {
     /// The landing table of `group` in `target`: quiet moves, or captures
     /// (`capture`) into rows of the bit set `rows` only; `segment(g)` is
@@ -158,19 +184,8 @@ impl<'a, T> Landing<'a, T> {
         rows: u8,
         segment: impl Fn(usize) -> &'a [T],
     ) -> Landing<'a, T> {
-        let mut groups = [None; ROWS * ROWS];
-        for (from_row, row) in groups.chunks_exact_mut(ROWS).enumerate() {
-            if group.mover_counts[from_row] == 0 {
-                continue;
-            }
-            for (to_row, slot) in row.iter_mut().enumerate() {
-                if rows & (1 << to_row) == 0 || (capture && group.opponent_counts[to_row] == 0) {
-                    continue;
-                }
-                let (mover, opponent) = landing_counts(group, from_row, to_row, capture);
-                *slot = target.group_by_counts(&mover, &opponent).map(|g| (&target.groups()[g], segment(g)));
-            }
-        }
+        let groups = landing_group_numbers(group, target, capture, rows)
+            .map(|slot| slot.map(|g| (&target.groups()[g], segment(g))));
         Landing { index: target, groups }
     }
 

@@ -751,9 +751,23 @@ fn initialize(
                     };
                     let span = c.layout.span(range.clone());
                     let (first_byte, len) = (span.start, (span.end - span.start) as usize);
+                    // Only the slice's groups that the batch's captures land
+                    // in (those its kernels read): a batch is often a few of
+                    // its opponent slice's groups, and unpacking the whole
+                    // slice again for each batch repeated the work.
+                    let mut needed: Vec<usize> = batch
+                        .iter()
+                        .flat_map(|&g| {
+                            let group = &work.index.groups()[g];
+                            kernel::landing_group_numbers(group, c.index, true, 1 << row).into_iter().flatten()
+                        })
+                        .collect();
+                    needed.sort_unstable();
+                    needed.dedup();
+                    debug_assert!(needed.iter().all(|g| range.contains(g)), "captures land in the slice");
                     let Window { owns, slices, io, .. } = &mut *window;
-                    unpack_groups(packed, c.layout, range.clone(), &mut slices[0].bytes_mut()[..len])?;
-                    io.bytes_read += packed.packed_bytes(range);
+                    unpack_groups(packed, c.layout, (&needed, first_byte), &mut slices[0].bytes_mut()[..len])?;
+                    io.bytes_read += packed.packed_bytes(needed.iter().copied());
                     let map = Span { layout: c.layout, first_byte, element_bytes: 1 };
                     let region = ReadRegion { map: &map, data: &slices[0].bytes()[..len] };
                     run_fold(moves, &work.index, &units, owns[0].own(&pm, &vm), c.index, &region, 1 << row);
@@ -1383,8 +1397,8 @@ pub fn solve_with(
                 {
                     let len = values_layout.total_bytes() as usize;
                     let mut buffer = AlignedBuf::zeroed(len)?;
-                    let groups = 0..index.groups().len();
-                    unpack_groups(packed, values_layout, groups.clone(), &mut buffer.bytes_mut()[..len])?;
+                    let groups: Vec<usize> = (0..index.groups().len()).collect();
+                    unpack_groups(packed, values_layout, (&groups, 0), &mut buffer.bytes_mut()[..len])?;
                     io.bytes_read += packed.packed_bytes(groups);
                     Some(buffer)
                 }
@@ -1520,24 +1534,25 @@ fn keep_move_lists(moves: &MoveTable, works: &mut [Work], spare_bytes: Option<u6
     }
 }
 
-/// Unpacks the groups `groups` of a packed material into `into`, which
-/// holds their padded span of the lane (each group at its segment's place),
-/// in parallel.
+/// Unpacks the groups `groups` (increasing) of a packed material into
+/// `into`, which holds the lane from byte `start` on (each group at its
+/// segment's place; the bytes between them are left as they are), in
+/// parallel.
 fn unpack_groups(
     packed: &PackedValues,
     layout: &LaneLayout,
-    groups: Range<usize>,
+    (groups, start): (&[usize], u64),
     into: &mut [u8],
 ) -> Result<(), SolveError> {
-    let start = layout.span(groups.clone()).start;
+    debug_assert!(groups.is_sorted_by(|a, b| a < b), "distinct groups in lane order");
     let segments = carve_mut(
         into,
-        groups.clone().map(|g| {
+        groups.iter().map(|&g| {
             let segment = layout.segment(g);
             (segment.start - start) as usize..(segment.end - start) as usize
         }),
     );
-    groups.into_par_iter().zip(segments).try_for_each(|(g, into)| packed.read_group(g, into))?;
+    groups.par_iter().zip(segments).try_for_each(|(&g, into)| packed.read_group(g, into))?;
     Ok(())
 }
 

@@ -207,8 +207,8 @@ impl PackedValues {
     }
 
     /// Bytes the groups' frames take (what reading all of them reads).
-    pub fn packed_bytes(&self, groups: std::ops::Range<usize>) -> u64 {
-        self.frames[groups].iter().map(|f| f.1).sum()
+    pub fn packed_bytes(&self, groups: impl IntoIterator<Item = usize>) -> u64 {
+        groups.into_iter().map(|g| self.frames[g].1).sum()
     }
 
     /// Unpacks group `g`'s value bytes into `into` (exactly its unpadded
