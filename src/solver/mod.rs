@@ -64,7 +64,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use thiserror::Error;
-use window::{Packed, StepReads, ValueSegments, WINDOW_PLANES, Window, minimum_budget, streamed_minimum};
+use window::{OwnBuffers, Packed, StepReads, ValueSegments, WINDOW_PLANES, Window, minimum_budget, streamed_minimum};
 use work_files::MaterialFiles;
 
 /// Placements per unit of parallel work: big enough to amortise scheduling,
@@ -798,7 +798,8 @@ fn initialize(
                 )?;
             }
             // The values are no longer needed: their buffer encodes the log.
-            log_decisions(work, &units, &reports, (&pm, &vm), window.owns[0].decided_and_scratch())?;
+            let decided = deciding_groups(&units, &reports);
+            log_decisions(work, &decided, (&pm, &vm), window.owns[0].decided_and_scratch())?;
             total = UnitReport::merge(total, record(work, &units, &reports, false));
         }
     }
@@ -920,79 +921,117 @@ fn step(
                 });
             }
             let Window { owns, slices, io } = &mut *window;
+            // Reads job k into `own` (and its landing slice into `slice`,
+            // if given) and fills its due states: the job's maps, and where
+            // the slice was put.
+            let load = |own: &mut OwnBuffers,
+                        slice: Option<&mut AlignedBuf>,
+                        k: usize,
+                        disk: &mut DiskIo,
+                        io: &mut IoTotals|
+             -> Result<LoadedJob, SolveError> {
+                let (maps, at, (mut requests, fill)) = reads.plan(own, slice, &jobs[k], io);
+                window::fetch(disk, (&mut requests, fill), from_log, &mut io.bytes_read)?;
+                let due_groups: Vec<usize> = jobs[k].1.iter().copied().filter(|&g| due(g)).collect();
+                own.fill_due(this_ref.files().schedule(), (&maps.0, &maps.1), (this_ref, &due_groups), depth, io)?;
+                Ok((maps, at))
+            };
+            // Queues the writes of what a computed job changed. (`fresh` is
+            // not written at all: a loss step's new losses are its chunks in
+            // the decision log, which the next win step reads.)
+            let store = |own: &OwnBuffers, (pm, changed): &Computed, disk: &mut DiskIo, io: &mut IoTotals| {
+                own.store(disk, this_ref, pm, written, |g| changed.contains(&g), io)?;
+                if depth.is_multiple_of(2) {
+                    let capture_changed = |g| changed.contains(&g) && due(g);
+                    own.store(disk, this_ref, pm, &[Lane::Capture], capture_changed, io)?;
+                }
+                Ok::<(), SolveError>(())
+            };
             // Lane byte offset and length of the slice each buffer holds.
             let mut slice_at = vec![(0u64, 0usize); stages];
             // Maps of the job loaded next.
             let mut loaded: Option<(Packed, Packed)> = None;
-            if let Some(job) = jobs.first() {
-                let (maps, at, (mut requests, fill)) = reads.plan(&mut owns[0], Some(&mut slices[0]), job, io);
+            // With two windows, the job computed last and not yet stored
+            // (in the window the next job is read into).
+            let mut unstored: Option<Computed> = None;
+            if !jobs.is_empty() {
+                let (maps, at) = load(&mut owns[0], Some(&mut slices[0]), 0, disk, io)?;
                 slice_at[0] = at.expect("a slice was planned");
-                window::fetch(disk, (&mut requests, fill), from_log, &mut io.bytes_read)?;
                 loaded = Some(maps);
             }
             for k in 0..jobs.len() {
                 let (pm, vm) = loaded.take().expect("every job is loaded before it runs");
                 let units = units_of(&this_ref.index, &jobs[k].1);
                 let (w, sb) = (k % stages, slice_of[k]);
-                let due_groups: Vec<usize> = jobs[k].1.iter().copied().filter(|&g| due(g)).collect();
-                owns[w].fill_due(this_ref.files().schedule(), (&pm, &vm), (this_ref, &due_groups), depth, io)?;
                 let (first_byte, len) = slice_at[sb];
                 let map = Span { layout: &target.planes, first_byte, element_bytes: 4 };
-                let reports = if stages == 2 && k + 1 < jobs.len() {
-                    // Read job k + 1 into the other window (and slice buffer,
-                    // if its slice is new) on a thread of its own while the
-                    // workers compute job k.
-                    let (own_now, own_next) = pair_mut(owns, w);
-                    let (slice_now, slice_next) = pair_mut(slices, sb);
-                    let new_slice = (slice_of[k + 1] != sb).then_some(slice_next);
-                    let (next_maps, at, (mut requests, fill)) = reads.plan(own_next, new_slice, &jobs[k + 1], io);
-                    if let Some(at) = at {
-                        slice_at[slice_of[k + 1]] = at;
-                    }
+                let reports = if stages == 2 {
+                    // While the workers compute job k in one window, a thread
+                    // of its own stores job k - 1 from the other, then reads
+                    // job k + 1 into it (and its slice into the other slice
+                    // buffer, if the slice is new).
+                    let (own_now, own_other) = pair_mut(owns, w);
+                    let (slice_now, slice_other) = pair_mut(slices, sb);
+                    let new_slice = jobs.get(k + 1).is_some_and(|_| slice_of[k + 1] != sb).then_some(slice_other);
+                    let mut other_io = IoTotals::default();
                     let region = ReadRegion { map: &map, data: &slice_now.words()[..len / 4] };
                     let own = own_now.own(&pm, &vm);
-                    let mut landing_bytes = 0;
-                    let (reports, read) = std::thread::scope(|scope| {
-                        let reader =
-                            scope.spawn(|| window::fetch(disk, (&mut requests, fill), from_log, &mut landing_bytes));
+                    let previous = unstored.take();
+                    let (reports, other) = std::thread::scope(|scope| {
+                        let other = scope.spawn(|| {
+                            if let Some(previous) = &previous {
+                                store(own_other, previous, disk, &mut other_io)?;
+                            }
+                            (k + 1 < jobs.len())
+                                .then(|| load(own_other, new_slice, k + 1, disk, &mut other_io))
+                                .transpose()
+                        });
                         let landing = Some((&target.index, region));
                         let reports = run_step(&input, &this_ref.index, &units, own, landing, &due, mode);
-                        (reports, reader.join())
+                        (reports, other.join())
                     });
-                    read.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
-                    io.bytes_read += landing_bytes;
-                    loaded = Some(next_maps);
+                    if let Some((maps, at)) = other.unwrap_or_else(|panic| std::panic::resume_unwind(panic))? {
+                        if let Some(at) = at {
+                            slice_at[slice_of[k + 1]] = at;
+                        }
+                        loaded = Some(maps);
+                    }
+                    io.bytes_read += other_io.bytes_read;
+                    io.bytes_written += other_io.bytes_written;
                     reports
                 } else {
                     let region = ReadRegion { map: &map, data: &slices[sb].words()[..len / 4] };
                     let landing = Some((&target.index, region));
                     run_step(&input, &this_ref.index, &units, owns[w].own(&pm, &vm), landing, &due, mode)
                 };
-                // Groups the step left as they were need no writing. (`fresh`
-                // is not written at all: a loss step's new losses are its
-                // chunks in the decision log, which the next win step reads.)
-                log_decisions(this_ref, &units, &reports, (&pm, &vm), owns[w].decided_and_scratch())?;
-                let changed: BTreeSet<usize> =
-                    units.iter().zip(&reports).filter(|(_, r)| r.modified).map(|(u, _)| u.0).collect();
-                owns[w].store(disk, this_ref, &pm, written, |g| changed.contains(&g), io)?;
-                if depth.is_multiple_of(2) {
-                    let capture_changed = |g| changed.contains(&g) && due(g);
-                    owns[w].store(disk, this_ref, &pm, &[Lane::Capture], capture_changed, io)?;
-                }
-                if stages == 1 && k + 1 < jobs.len() {
-                    // One window: read the next job only now that this one
-                    // is stored.
-                    let new_slice = (jobs[k + 1].0 != jobs[k].0).then_some(&mut slices[0]);
-                    let (next_maps, at, (mut requests, fill)) = reads.plan(&mut owns[0], new_slice, &jobs[k + 1], io);
-                    if let Some(at) = at {
-                        slice_at[0] = at;
+                // The log is encoded here, by the workers in parallel: on
+                // the other thread, alone, it took longer than job k's
+                // kernels at 8 men.
+                let deciding = deciding_groups(&units, &reports);
+                log_decisions(this_ref, &deciding, (&pm, &vm), owns[w].decided_and_scratch())?;
+                // Groups the step left as they were need no writing.
+                let changed = units.iter().zip(&reports).filter(|(_, r)| r.modified).map(|(u, _)| u.0).collect();
+                if stages == 2 {
+                    unstored = Some((pm, changed));
+                } else {
+                    store(&owns[0], &(pm, changed), disk, io)?;
+                    if k + 1 < jobs.len() {
+                        // One window: read the next job only now that this
+                        // one is stored.
+                        let new_slice = (jobs[k + 1].0 != jobs[k].0).then_some(&mut slices[0]);
+                        let (maps, at) = load(&mut owns[0], new_slice, k + 1, disk, io)?;
+                        if let Some(at) = at {
+                            slice_at[0] = at;
+                        }
+                        loaded = Some(maps);
                     }
-                    window::fetch(disk, (&mut requests, fill), from_log, &mut io.bytes_read)?;
-                    loaded = Some(next_maps);
                 }
                 results.push((units, reports));
                 let material = this_ref.index.material;
                 progress(Progress::Batch { depth_plies: depth, material, done: k + 1, batches: jobs.len(), io: *io });
+            }
+            if let Some(last) = unstored.take() {
+                store(&owns[(jobs.len() - 1) % stages], &last, disk, io)?;
             }
             disk.drain()?;
         }
@@ -1005,31 +1044,25 @@ fn step(
     Ok((decided, visited))
 }
 
+/// The groups of a job in which its units decided anything.
+fn deciding_groups(units: &[UnitSpec], reports: &[UnitReport]) -> Vec<usize> {
+    let mut groups: Vec<usize> = units.iter().zip(reports).filter(|(_, r)| r.decided > 0).map(|(u, _)| u.0).collect();
+    groups.dedup();
+    groups
+}
+
 /// Appends to the decision log of a streamed material what a job of a step
-/// decided, group by group: `decided` is the window's plane holding it.
-/// The groups' chunks are encoded in parallel into their value segments
-/// (30 bytes per layout and padded to 4096, free once the step has run; a
-/// chunk needs about 8 per layout at most), then appended in order.
+/// decided in `groups` (increasing), group by group: `decided` is the
+/// window's plane holding it. The groups' chunks are encoded in parallel
+/// into their value segments (30 bytes per layout and padded to 4096, free
+/// once the step has run; a chunk needs about 8 per layout at most), then
+/// appended in order.
 fn log_decisions(
     work: &Work,
-    units: &[UnitSpec],
-    reports: &[UnitReport],
+    groups: &[usize],
     (plane_map, value_map): (&Packed, &Packed),
     (decided, scratch): (&[u32], &mut [u8]),
 ) -> Result<(), SolveError> {
-    let mut groups = Vec::new();
-    let mut i = 0;
-    while i < units.len() {
-        let g = units[i].0;
-        let mut any = false;
-        while i < units.len() && units[i].0 == g {
-            any |= reports[i].decided > 0;
-            i += 1;
-        }
-        if any {
-            groups.push(g);
-        }
-    }
     let padded = |g: usize| {
         let start = value_map.elements(g).start;
         start..start + window::padded_len(&work.values, g) as usize
@@ -1037,7 +1070,7 @@ fn log_decisions(
     let mut regions = carve_mut(scratch, groups.iter().map(|&g| padded(g)));
     let encoded: Vec<(usize, u32)> = regions
         .par_iter_mut()
-        .zip(&groups)
+        .zip(groups)
         .map(|(region, &g)| DecisionLog::encode(&decided[plane_map.elements(g)], region))
         .collect();
     let mut log = work.files().log();
@@ -1046,6 +1079,14 @@ fn log_decisions(
     }
     Ok(())
 }
+
+/// A streamed job read into a window: its plane and value maps, and where
+/// its landing slice was put (lane byte offset, length) if it was read.
+type LoadedJob = ((Packed, Packed), Option<(u64, usize)>);
+
+/// A streamed job computed and not yet stored: its plane map and the groups
+/// it changed.
+type Computed = (Packed, BTreeSet<usize>);
 
 /// Both elements of a two-element slice, element `i` first.
 fn pair_mut<T>(pair: &mut [T], i: usize) -> (&mut T, &mut T) {

@@ -7,8 +7,8 @@
 //! Owns the buffers' sizes (the smallest budget a table or pair admits, and
 //! what one window needs), the packing of a batch of groups into a window
 //! and the read requests that fill it; knows nothing of moves or steps. With two windows
-//! and two slice buffers the solver reads the next batch while it computes
-//! the current one (see `step` in the parent module).
+//! and two slice buffers the solver stores the previous batch and reads the
+//! next while it computes the current one (see `step` in the parent module).
 
 use super::capture_schedule::CaptureSchedule;
 use super::decision_log::LandingChunks;
@@ -309,7 +309,7 @@ pub(super) type PlannedJob<'a> =
 
 /// Which plane lanes to read, per group: `reads(lane, g)`. The planes of a
 /// group that are not read are zeroed.
-pub(super) type PlaneReads<'a> = &'a dyn Fn(Lane, usize) -> bool;
+pub(super) type PlaneReads<'a> = &'a (dyn Fn(Lane, usize) -> bool + Sync);
 
 /// What the batches ("jobs") of one streamed step read: their own lanes
 /// (`lanes(lane, g)`) of `work`, and their landing slice of a lane laid
