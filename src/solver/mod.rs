@@ -1289,18 +1289,20 @@ pub fn solve(rules: &Rules, max_per_side: usize, progress: &(dyn Fn(Progress) + 
     solve_with(rules, max_per_side, &SolveConfig::default(), progress)?.into_table()
 }
 
-/// Buffers of the streamed I/O: enough requests in flight to keep a disk
-/// busy (more gave nothing on the disks measured, see BENCHMARKS.md).
-const IO_BLOCKS: usize = 8;
-/// The largest I/O block: seed 002's 4 MiB, big enough for full disk speed.
-pub const IO_BLOCK_BYTES_MAX: u64 = 4 << 20;
+/// Buffers of the streamed I/O, one request in flight each. 32 rather than
+/// 8 of a quarter the size (the same memory): at 6 men a step's reads are
+/// one request per group segment of about 100 KiB, bound by the disk's
+/// latency, and ran 6.5% faster in wall time so (BENCHMARKS.md, session 14).
+const IO_BLOCKS: usize = 32;
+/// The largest I/O block: 32 of them are 32 MiB in flight.
+const IO_BLOCK_BYTES_MAX: u64 = 1 << 20;
 /// The smallest I/O block, for small budgets.
-const IO_BLOCK_BYTES_MIN: u64 = 64 << 10;
+const IO_BLOCK_BYTES_MIN: u64 = 16 << 10;
 
-/// I/O block size for a budget: a 32nd of it, within the limits, so the
-/// I/O buffers take at most a quarter of the budget.
+/// I/O block size for a budget: a 128th of it, within the limits, so the
+/// I/O blocks take at most a quarter of the budget.
 fn io_block_bytes(budget_bytes: Option<u64>) -> u64 {
-    let wanted = budget_bytes.map_or(IO_BLOCK_BYTES_MAX, |b| b / 32);
+    let wanted = budget_bytes.map_or(IO_BLOCK_BYTES_MAX, |b| b / 128);
     wanted.clamp(IO_BLOCK_BYTES_MIN, IO_BLOCK_BYTES_MAX) / SEGMENT_ALIGN_BYTES * SEGMENT_ALIGN_BYTES
 }
 
