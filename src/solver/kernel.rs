@@ -7,7 +7,7 @@
 //! only its own group's segments and reads segments nobody writes during the
 //! step, so the result does not depend on the number of threads.
 
-use super::flags::SideFlags;
+use super::flags::{PlacementFlags, SideFlags};
 use super::lanes::NO_EVENT;
 use super::move_lists::MoveLists;
 use crate::index::{Group, Layout, MaterialIndex, TurnedRows};
@@ -41,6 +41,9 @@ pub struct MoveTable {
     cards: CardTables,
     /// `after[k][c]`: card state after playing slot c from state k.
     after: [[u8; CARDS_PER_GAME]; CARD_STATES],
+    /// By bit set of card slots: the successor-state bits of a move with
+    /// one of them ([`group_mask`]).
+    successor_states: [u32; 1 << CARDS_PER_GAME],
 }
 
 /// The cards that move a piece from one square to another.
@@ -77,7 +80,8 @@ impl MoveTable {
                 after[k.index()][slot] = k.after_playing(slot).index() as u8;
             }
         }
-        MoveTable { reach, card_reach, targets, cards: CardTables::new(), after }
+        let successor_states = std::array::from_fn(|cards| group_mask(cards as u8));
+        MoveTable { reach, card_reach, targets, cards: CardTables::new(), after, successor_states }
     }
 
     /// The cards that move a piece from `from` to `to`.
@@ -560,6 +564,7 @@ pub(super) struct WinLanes<'a> {
 }
 
 /// What a step reads besides its own segments.
+#[derive(Clone, Copy)]
 pub(super) struct StepInput<'a> {
     pub rules: &'a Rules,
     pub moves: &'a MoveTable,
@@ -572,6 +577,16 @@ pub(super) struct StepInput<'a> {
     pub may_skip: bool,
     /// The unit's material's placements' quiet moves, if kept.
     pub kept: Option<&'a MoveLists>,
+    /// With kept moves: the whole landing lane (resident) their
+    /// [`KeptMove::offset`]s point into.
+    pub kept_lane: &'a [u32],
+    /// Win steps with kept moves: which blocks of the landing material may
+    /// hold a `fresh` loss (the others are not read).
+    pub landing_fresh: Option<&'a PlacementFlags>,
+    /// Loss steps with kept moves: the unit's material's
+    /// [`PlacementFlags`] of `fresh`, to clear with a placement's `fresh`
+    /// words and set when a loss is written.
+    pub own_fresh: Option<&'a PlacementFlags>,
 }
 
 /// Most quiet moves of one placement: 5 pieces, 20 offsets each.
@@ -620,11 +635,39 @@ pub(super) struct ListedMove {
     pub crossing: bool,
 }
 
+/// A quiet board move of a placement as [`MoveLists`] keeps it: where its
+/// successors' block starts in the landing material's resident plane
+/// lanes, so that a step folds it with no landing table, no ranking and no
+/// copying (copying kept moves into a list was about 15% of the steps'
+/// instructions at 4 men).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct KeptMove {
+    /// Element number, in any plane lane of the landing material, of the
+    /// block's first word.
+    pub offset: u32,
+    pub from: u8,
+    pub to: u8,
+    /// The card slots with this move's offset.
+    pub cards: u8,
+    /// Does the moving piece pass another of the mover's pieces?
+    pub crossing: bool,
+}
+
 /// One placement's kept quiet moves and the card slots with any move at all.
 #[derive(Clone, Copy)]
 pub(super) struct KeptMoves<'a> {
-    pub moves: &'a [ListedMove],
+    pub moves: &'a [KeptMove],
     pub cards_with_moves: u8,
+}
+
+impl MoveTable {
+    /// The kept form of a listed move whose landing group's segment starts
+    /// at element `segment_start` of the landing lanes.
+    pub(super) fn kept_move(&self, m: &ListedMove, segment_start: usize) -> KeptMove {
+        let offset = u32::try_from(segment_start + m.base as usize).expect("landing lanes fit 32-bit offsets");
+        let cards = self.target(m.from, m.to).cards;
+        KeptMove { offset, from: m.from, to: m.to, cards, crossing: m.crossing }
+    }
 }
 
 /// Calls `visit(move, landing segment)` for every quiet board move of a
@@ -745,21 +788,9 @@ impl<'a> PlacementMoves<'a> {
         self.count = n;
     }
 
-    /// [`PlacementMoves::list_moves`] from the placement's moves as
-    /// [`MoveLists`] kept them: no ranking, no walking of target squares.
-    fn list_kept(&mut self, moves: &MoveTable, landing: &Landing<'a, u32>, place: &Placement, kept: KeptMoves) {
-        let block_layouts = (place.mover.count_ones() * place.opponent.count_ones()) as usize;
-        for (slot, m) in self.list.iter_mut().zip(kept.moves) {
-            let (_, segment) = landing.get(m.landing_slot);
-            let block = &segment[m.base as usize..m.base as usize + block_layouts];
-            prefetch(block);
-            *slot = BoardMove::new(moves, place.mover, m, block);
-        }
-        (self.count, self.cards_with_moves) = (kept.moves.len(), kept.cards_with_moves);
-    }
-
     /// Unless the moves are not needed, lists the placement's moves (or
-    /// takes the kept list) and folds every successor word into one
+    /// takes the kept list, only the moves into flagged blocks if the
+    /// listing has flags) and folds every successor word into one
     /// accumulator per layout (by [`successor_slot`]), starting from
     /// `start`: `fold(acc, word, successor_states)`. Returns the
     /// accumulators and the card states with no move at all (all of them,
@@ -775,12 +806,17 @@ impl<'a> PlacementMoves<'a> {
         fold: impl Fn(u32, u32, u32) -> u32,
     ) -> ([u32; MAX_PLACEMENT_LAYOUTS], u32) {
         let mut acc = [start; MAX_PLACEMENT_LAYOUTS];
+        let (p, q) = (place.mover.count_ones() as usize, place.opponent.count_ones() as usize);
         match listing {
             Listing::Unneeded => return (acc, ALL_CARD_STATES),
             Listing::Now => self.list_moves(moves, landing, place.mover, place.opponent),
-            Listing::Kept(kept) => self.list_kept(moves, landing, place, kept),
+            Listing::Kept(kept, lane, only_flagged) => {
+                fold_kept(moves, place, kept.moves, lane, only_flagged, |slot, word, states| {
+                    acc[slot] = fold(acc[slot], word, states)
+                });
+                return (acc, ALL_CARD_STATES & !moves.holding_any(kept.cards_with_moves));
+            }
         }
-        let (p, q) = (place.mover.count_ones() as usize, place.opponent.count_ones() as usize);
         self.for_each_successor(place, p, q, |slot, word, states| acc[slot] = fold(acc[slot], word, states));
         (acc, ALL_CARD_STATES & !moves.holding_any(self.cards_with_moves))
     }
@@ -813,6 +849,53 @@ impl<'a> PlacementMoves<'a> {
                     let row = (q - 1 - b) * p;
                     visit(row + p - 1 - a, block[row + column], m.successor_states);
                 }
+            }
+        }
+    }
+}
+
+/// [`PlacementMoves::for_each_successor`] for a placement's kept moves,
+/// read straight from the landing lane. With `only_flagged`, blocks whose
+/// [`PlacementFlags`] flag is clear are skipped unread: they hold only zero
+/// words.
+#[inline(always)]
+fn fold_kept(
+    moves: &MoveTable,
+    place: &Placement,
+    kept: &[KeptMove],
+    lane: &[u32],
+    only_flagged: Option<&PlacementFlags>,
+    mut visit: impl FnMut(usize, u32, u32),
+) {
+    let (p, q) = (place.mover.count_ones() as usize, place.opponent.count_ones() as usize);
+    let block_layouts = p * q;
+    // Blocks are scattered over the landing slice: ask for all of them
+    // before folding any, so that their reads overlap (copying the kept
+    // moves into a list did this before they were folded in place).
+    for m in kept {
+        prefetch(&lane[m.offset as usize..]);
+    }
+    for m in kept {
+        let start = m.offset as usize;
+        let block = &lane[start..start + block_layouts];
+        if let Some(flags) = only_flagged
+            && !flags.get(start / block_layouts)
+        {
+            debug_assert!(block.iter().all(|&word| word == 0), "a clear flag means a zero block");
+            continue;
+        }
+        let states = moves.successor_states[m.cards as usize];
+        if !m.crossing {
+            visit_words(block, states, &mut visit);
+            continue;
+        }
+        let moved = place.mover ^ (1 << m.from) ^ (1 << m.to);
+        for (a, &square) in place.mover_squares[..p].iter().enumerate() {
+            let master = if square == m.from { m.to } else { square };
+            let column = (moved >> master >> 1).count_ones() as usize;
+            for b in 0..q {
+                let row = (q - 1 - b) * p;
+                visit(row + p - 1 - a, block[row + column], states);
             }
         }
     }
@@ -905,8 +988,9 @@ enum Listing<'a> {
     Unneeded,
     /// Listed at this visit.
     Now,
-    /// Kept from before the first step.
-    Kept(KeptMoves<'a>),
+    /// Kept from before the first step, with the landing lane, and the
+    /// flags of the blocks to fold if only some are.
+    Kept(KeptMoves<'a>, &'a [u32], Option<&'a PlacementFlags>),
 }
 
 /// How the step gets the moves of placement `placement` of the material
@@ -915,7 +999,8 @@ enum Listing<'a> {
 fn listing<'a>(input: &StepInput<'a>, placement: usize, needed: bool) -> Listing<'a> {
     match input.kept {
         _ if !needed => Listing::Unneeded,
-        Some(lists) => Listing::Kept(lists.placement(placement)),
+        // Win steps: blocks without a fresh loss add nothing to an OR.
+        Some(lists) => Listing::Kept(lists.placement(placement), input.kept_lane, input.landing_fresh),
         None => Listing::Now,
     }
 }
@@ -1020,6 +1105,9 @@ pub(super) struct LossLanes<'a> {
     pub won: &'a [u32],
     /// Does a capture event of the unit's group fall due at this depth?
     pub capture_due: bool,
+    /// Element number, in the material's plane lanes, of the unit's first
+    /// layout (resident lanes; it numbers [`PlacementFlags`]).
+    pub lane_start: usize,
 }
 
 /// Even step: states all of whose moves lead to wins (in fewer than `depth`
@@ -1038,6 +1126,12 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         if fresh.iter().any(|&word| word != 0) {
             fresh.fill(0);
             report.modified = true;
+        }
+        // The placement's flag, numbered as the landing blocks' of the
+        // mirror's win steps (its first word's lane element / (p * q)).
+        let flag = (own.lane_start + first) / (p * q);
+        if let Some(flags) = input.own_fresh {
+            flags.clear(flag);
         }
         let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
         let place = Placement::new(mover, opponent);
@@ -1087,6 +1181,9 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
                 report.modified = true;
             }
             if losses != 0 {
+                if let Some(flags) = input.own_fresh {
+                    flags.set(flag);
+                }
                 own.lost[n] |= losses;
                 own.fresh[n] = losses;
                 own.values.decide(n, losses, loss_byte);

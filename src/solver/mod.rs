@@ -52,7 +52,7 @@ use crate::value::{MAX_LOSS_PLIES, Value};
 use checkpoint::{Checkpoint, PairRecord, WorkRecord};
 use decision_log::{DecisionLog, LogMark};
 use disk::{AlignedBuf, DiskError, DiskIo};
-use flags::{GroupFlags, SideFlags};
+use flags::{GroupFlags, PlacementFlags, SideFlags};
 use kernel::{EventDepths, Landing, MoveTable, ROWS, StepInput, StepValues, Unit, UnitReport};
 use lanes::{Lane, LaneLayout, ResidentLanes, SEGMENT_ALIGN_BYTES, SegmentMap, Span, carve_mut};
 use move_lists::{CountedMoves, MoveLists};
@@ -224,6 +224,9 @@ struct Work {
     /// Resident materials whose lists fit the budget: every placement's
     /// quiet moves, kept from step to step.
     kept: Option<MoveLists>,
+    /// With kept lists: which placements may hold a `fresh` loss, so that
+    /// the mirror's win steps read only those blocks.
+    fresh_placements: Option<PlacementFlags>,
 }
 
 /// Where a streamed material's files are, and the checkpoint record of its
@@ -271,6 +274,7 @@ impl Work {
             storage,
             groups,
             kept: None,
+            fresh_placements: None,
         })
     }
 
@@ -452,7 +456,9 @@ fn run_fold(
 ) {
     let (p, q) = (index.material.mover as usize, index.material.opponent as usize);
     let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, CARD_STATES)));
-    units.par_iter().zip(values).for_each(|(&(g, start, end), values)| {
+    // Captures out of an opponent slice land in a few mover slices of the
+    // captured material (one per row taken in): the same order helps.
+    in_landing_order(index, units, values, |(g, start, end), values| {
         let group = &index.groups()[g];
         let landing = Landing::new(group, captured, true, rows, |g| region.segment(g));
         kernel::fold_captures(moves, Unit { group, p, q, start, end }, &landing, rows, values);
@@ -537,26 +543,23 @@ fn run_step(
             ValueMode::Written => (units.iter().map(|_| None).collect(), &*own.fresh),
         };
         let (target, region) = landing_in.unwrap_or((index, ReadRegion { map: plane_map, data: fresh }));
+        let input = &StepInput { kept_lane: region.data, ..*input };
         let slices: Vec<_> = won.into_iter().zip(newly_won).zip(values).zip(due_states).collect();
-        units
-            .par_iter()
-            .zip(slices)
-            .map(|(&u, (((won, newly_won), values), due_states))| {
-                let (g, start, end) = u;
-                let group = &index.groups()[g];
-                let r = unit_elements(plane_map, index, u, 1);
-                let own = kernel::WinLanes {
-                    won,
-                    newly_won,
-                    values: step_values(mode, g, values, due_states),
-                    lost: &lost[r.clone()],
-                    capture: &capture[r],
-                    capture_due: due(g),
-                };
-                let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
-                kernel::win_step(input, Unit { group, p, q, start, end }, &landing, own)
-            })
-            .collect()
+        in_landing_order(index, units, slices, |u, (((won, newly_won), values), due_states)| {
+            let (g, start, end) = u;
+            let group = &index.groups()[g];
+            let r = unit_elements(plane_map, index, u, 1);
+            let own = kernel::WinLanes {
+                won,
+                newly_won,
+                values: step_values(mode, g, values, due_states),
+                lost: &lost[r.clone()],
+                capture: &capture[r],
+                capture_due: due(g),
+            };
+            let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
+            kernel::win_step(input, Unit { group, p, q, start, end }, &landing, own)
+        })
     } else {
         let lost = carve_mut(own.lost, plane_ranges());
         let fresh = carve_mut(own.fresh, plane_ranges());
@@ -564,28 +567,47 @@ fn run_step(
         let capture = carve_mut(own.capture, plane_ranges());
         let won = &*own.won;
         let (target, region) = landing_in.unwrap_or((index, ReadRegion { map: plane_map, data: won }));
+        let input = &StepInput { kept_lane: region.data, ..*input };
         let slices: Vec<_> = lost.into_iter().zip(fresh).zip(held).zip(capture).zip(values).zip(due_states).collect();
-        units
-            .par_iter()
-            .zip(slices)
-            .map(|(&u, (((((lost, fresh), held), capture), values), due_states))| {
-                let (g, start, end) = u;
-                let group = &index.groups()[g];
-                let r = unit_elements(plane_map, index, u, 1);
-                let own = kernel::LossLanes {
-                    lost,
-                    fresh,
-                    held,
-                    capture,
-                    values: step_values(mode, g, values, due_states),
-                    won: &won[r],
-                    capture_due: due(g),
-                };
-                let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
-                kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own)
-            })
-            .collect()
+        in_landing_order(index, units, slices, |u, (((((lost, fresh), held), capture), values), due_states)| {
+            let (g, start, end) = u;
+            let group = &index.groups()[g];
+            let r = unit_elements(plane_map, index, u, 1);
+            let own = kernel::LossLanes {
+                lost,
+                fresh,
+                held,
+                capture,
+                values: step_values(mode, g, values, due_states),
+                won: &won[r.clone()],
+                capture_due: due(g),
+                lane_start: r.start,
+            };
+            let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
+            kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own)
+        })
     }
+}
+
+/// Runs `kernel` on every unit with its slices, in parallel, in landing
+/// order: the units of groups with equal opponent counts (whose quiet moves
+/// all land in one mover slice of the mirror, see `schedule`) one after
+/// the other, so that a worker's successor reads stay in the cache. (Index
+/// order changes the landing slice at every group, and a group's landing
+/// groups were read from memory again for each of the up to 15 groups
+/// moving into them.) Returns the results in the order of `units`.
+fn in_landing_order<S: Send, R: Send>(
+    index: &MaterialIndex,
+    units: &[UnitSpec],
+    slices: Vec<S>,
+    kernel: impl Fn(UnitSpec, S) -> R + Sync,
+) -> Vec<R> {
+    let mut jobs: Vec<(usize, UnitSpec, S)> =
+        units.iter().copied().zip(slices).enumerate().map(|(k, (u, s))| (k, u, s)).collect();
+    jobs.sort_by_key(|&(k, (g, _, _), _)| (index.groups()[g].opponent_counts, k));
+    let mut done: Vec<(usize, R)> = jobs.into_par_iter().map(|(k, u, s)| (k, kernel(u, s))).collect();
+    done.sort_unstable_by_key(|&(k, _)| k);
+    done.into_iter().map(|(_, r)| r).collect()
 }
 
 /// A unit of group `g`'s value bytes (and, resident, next event depths) in
@@ -827,7 +849,10 @@ fn step(
             let all: Vec<usize> = (0..this.index.groups().len()).collect();
             let visit = groups_to_visit(this, other.unwrap_or(this), depth, &all);
             let units = units_of(&this.index, &visit);
-            let Work { index, planes, values, storage, sides, groups, kept, .. } = &mut *this;
+            let win_step = depth % 2 == 1;
+            let Work { index, planes, values, storage, sides, groups, kept, fresh_placements, .. } = &mut *this;
+            let fresh_placements = &*fresh_placements;
+            let landing_fresh = other.map_or(fresh_placements, |o| &o.fresh_placements).as_ref();
             let groups = &*groups;
             let due = |g: usize| groups[g].events.contains(depth);
             let (pm, vm) = (plane_span(planes), value_span(values));
@@ -841,6 +866,10 @@ fn step(
                 own_sides: sides,
                 may_skip: depth > 2,
                 kept: kept.as_ref(),
+                // Set by `run_step`, which knows the landing lane.
+                kept_lane: &[],
+                landing_fresh: landing_fresh.filter(|_| kept.is_some() && win_step),
+                own_fresh: fresh_placements.as_ref().filter(|_| kept.is_some() && !win_step),
             };
             let target_map = other.map(|o| plane_span(&o.planes));
             let landing_in = other.zip(target_map.as_ref()).map(|(o, map)| {
@@ -884,6 +913,9 @@ fn step(
                 own_sides: &this_ref.sides,
                 may_skip: depth > 2,
                 kept: None,
+                kept_lane: &[],
+                landing_fresh: None,
+                own_fresh: None,
             };
             // The step's jobs: batches of groups to visit, each with its
             // landing slice (a range of the mirror's groups).
@@ -1512,7 +1544,7 @@ pub fn solve_with(
             let material = work.index.material;
             // Only the values live on: the budget counted the planes and
             // the move lists, not a second copy of the values beside them.
-            work.kept = None;
+            (work.kept, work.fresh_placements) = (None, None);
             let finished = match (&config.work_dir, work.storage) {
                 (None, Storage::Resident(lanes)) => FinishedValues::Resident(lanes.into_values()),
                 (Some(dir), Storage::Resident(lanes)) => {
@@ -1559,7 +1591,12 @@ fn keep_move_lists(moves: &MoveTable, works: &mut [Work], spare_bytes: Option<u6
     else {
         return;
     };
-    let need: u64 = counted.iter().map(CountedMoves::list_bytes).sum();
+    if !works.iter().all(|work| move_lists::fits_kept_offsets(&work.planes)) {
+        return;
+    }
+    let flags: Vec<usize> = works.iter().map(fresh_flags).collect();
+    let need: u64 = counted.iter().map(CountedMoves::list_bytes).sum::<u64>()
+        + flags.iter().map(|&f| PlacementFlags::bytes(f)).sum::<u64>();
     if spare_bytes.is_some_and(|spare| spare < need) {
         return;
     }
@@ -1568,13 +1605,21 @@ fn keep_move_lists(moves: &MoveTable, works: &mut [Work], spare_bytes: Option<u6
         .enumerate()
         .map(|(k, counted)| {
             // Quiet moves land in the mirror (in itself if symmetric).
-            let target = &works[works.len() - 1 - k].index;
-            MoveLists::new(moves, &works[k].index, target, counted)
+            let target = &works[works.len() - 1 - k];
+            MoveLists::new(moves, &works[k].index, (&target.index, &target.planes), counted)
         })
         .collect();
-    for (work, lists) in works.iter_mut().zip(lists) {
+    for ((work, lists), flags) in works.iter_mut().zip(lists).zip(flags) {
         work.kept = Some(lists);
+        work.fresh_placements = Some(PlacementFlags::all_set(flags));
     }
+}
+
+/// Number of a material's [`PlacementFlags`]: one per p * q elements of
+/// its plane lanes (placements, and the padding between groups).
+fn fresh_flags(work: &Work) -> usize {
+    let per_placement = work.index.material.mover as u64 * work.index.material.opponent as u64;
+    (work.planes.total_bytes() / 4 / per_placement + 1) as usize
 }
 
 /// Unpacks the groups `groups` (increasing) of a packed material into

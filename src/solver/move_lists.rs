@@ -11,14 +11,15 @@
 //! Streamed materials do not keep lists: 8 bytes a move do not fit their
 //! budget.
 
-use super::kernel::{self, KeptMoves, Landing, ListedMove, MoveTable};
+use super::kernel::{self, KeptMove, KeptMoves, Landing, MoveTable};
+use super::lanes::LaneLayout;
 use super::lanes::carve_mut;
 use crate::index::{Group, MaterialIndex};
 use rayon::prelude::*;
 use std::ops::Range;
 
 // DESIGN.md's memory figures count 8 bytes a kept move.
-const _: () = assert!(std::mem::size_of::<ListedMove>() == 8);
+const _: () = assert!(std::mem::size_of::<KeptMove>() == 8);
 
 /// Every placement's quiet board moves, for one material whose quiet moves
 /// land in `target` (its mirror).
@@ -26,7 +27,7 @@ pub(super) struct MoveLists {
     /// Per placement of the material in index order, where its moves start
     /// in `moves`; then the total.
     first: Vec<u32>,
-    moves: Vec<ListedMove>,
+    moves: Vec<KeptMove>,
     /// Per placement, the card slots with any move at all.
     cards_with_moves: Vec<u8>,
 }
@@ -64,28 +65,38 @@ impl CountedMoves {
     pub fn list_bytes(&self) -> u64 {
         let placements = (self.first.len() - 1) as u64;
         let moves = *self.first.last().expect("the total") as u64;
-        moves * std::mem::size_of::<ListedMove>() as u64 + placements * (4 + 1) + 4
+        moves * std::mem::size_of::<KeptMove>() as u64 + placements * (4 + 1) + 4
     }
 }
 
 impl MoveLists {
-    /// Lists every placement's quiet moves into `target`, where `counted`
-    /// (of `index`) says they go.
-    pub fn new(moves: &MoveTable, index: &MaterialIndex, target: &MaterialIndex, counted: CountedMoves) -> MoveLists {
+    /// Lists every placement's quiet moves into `target`, whose plane lanes
+    /// are laid out as `target_planes` (at most 2^32 elements), where
+    /// `counted` (of `index`) says they go.
+    pub fn new(
+        moves: &MoveTable,
+        index: &MaterialIndex,
+        (target, target_planes): (&MaterialIndex, &LaneLayout),
+        counted: CountedMoves,
+    ) -> MoveLists {
+        assert!(fits_kept_offsets(target_planes), "kept moves number the landing lane's elements in 32 bits");
         let CountedMoves { first } = counted;
         let group_first = group_first(index);
         let total = group_first.last().copied().expect("one entry per group and the end");
-        let mut listed = vec![ListedMove::default(); first[total] as usize];
+        let mut listed = vec![KeptMove::default(); first[total] as usize];
         let mut cards_with_moves = vec![0u8; total];
         let move_starts: Vec<usize> = group_first.iter().map(|&p| first[p] as usize).collect();
         let listed_parts = carve_mut(&mut listed, parts(&move_starts));
         let cards_parts = carve_mut(&mut cards_with_moves, parts(&group_first));
         listed_parts.into_par_iter().zip(cards_parts).zip(index.groups()).for_each(|((out, cards), group)| {
             let landing: Landing<u32> = Landing::new(group, target, false, 0x1f, |_| &[][..]);
+            // Per landing slot, the element where its group's segment starts.
+            let segment_starts = kernel::landing_group_numbers(group, target, false, 0x1f)
+                .map(|g| g.map_or(0, |g| (target_planes.segment(g).start / 4) as usize));
             let mut n = 0;
             for (cards, (m, o)) in cards.iter_mut().zip(group.placements(0, placements(index, group))) {
                 *cards = kernel::for_each_quiet_move(moves, &landing, m, o, |listed, _| {
-                    out[n] = listed;
+                    out[n] = moves.kept_move(&listed, segment_starts[listed.landing_slot as usize]);
                     n += 1;
                 });
             }
@@ -101,6 +112,12 @@ impl MoveLists {
         let moves = &self.moves[self.first[placement] as usize..self.first[placement + 1] as usize];
         KeptMoves { moves, cards_with_moves: self.cards_with_moves[placement] }
     }
+}
+
+/// Can [`KeptMove::offset`] number every element of a landing material's
+/// plane lanes? (Up to 8 men they are far below 2^32; 5v5's are not.)
+pub(super) fn fits_kept_offsets(target_planes: &LaneLayout) -> bool {
+    target_planes.total_bytes() / 4 <= u32::MAX as u64
 }
 
 /// Placements before each group's first, by group number, then the total.
@@ -142,7 +159,8 @@ mod tests {
             let (index, target) = (MaterialIndex::new(Material::new(2, 3)), MaterialIndex::new(Material::new(3, 2)));
             let counted = CountedMoves::new(&moves, &index).unwrap();
             let bytes = counted.list_bytes();
-            let lists = MoveLists::new(&moves, &index, &target, counted);
+            let target_planes = LaneLayout::new(&target, 4);
+            let lists = MoveLists::new(&moves, &index, (&target, &target_planes), counted);
             assert_eq!(bytes, lists.moves.len() as u64 * 8 + lists.cards_with_moves.len() as u64 * 5 + 4);
             let mut checked = 0;
             for group in index.groups() {
@@ -176,6 +194,7 @@ mod tests {
                             continue;
                         }
                         let next_group = target.group_of(next.mover, next.opponent);
+                        let g = target.groups().iter().position(|group| std::ptr::eq(group, next_group)).unwrap();
                         let number = target.rank(&next) - next_group.first_layout;
                         let masters = target.turned_masters_part(
                             layout.mover ^ (1 << m.from) ^ (1 << m.to),
@@ -183,7 +202,8 @@ mod tests {
                             if m.from == layout.mover_master { m.to } else { layout.mover_master },
                             layout.opponent_master,
                         );
-                        assert_eq!(number, m.base as u64 + masters);
+                        let segment_start = target_planes.segment(g).start / 4;
+                        assert_eq!(segment_start + number, m.offset as u64 + masters);
                         checked += 1;
                     }
                 }

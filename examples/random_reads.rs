@@ -1,0 +1,63 @@
+//! What a random read of one successor block costs on this machine: the
+//! step kernels' inner loop (fold 9 words at a random offset of a lane)
+//! without the solver around it, so its memory cost can be told apart from
+//! the rest. Three ways: plain, each batch of 14 blocks (a 3v3
+//! placement's moves) prefetched before it is folded, and dependent (each
+//! offset depends on the last read: the latency alone).
+//! Usage: cargo run --release --example random_reads -- [LANE_MIB] [READS_M]
+use std::hint::black_box;
+use std::time::Instant;
+
+/// A 3v3 placement's successor block: p * q words.
+const BLOCK_WORDS: usize = 9;
+/// Quiet moves of an average 3v3 placement.
+const BATCH: usize = 14;
+
+fn main() {
+    let arg = |i: usize, default: usize| std::env::args().nth(i).and_then(|s| s.parse().ok()).unwrap_or(default);
+    let (lane_mib, reads_m) = (arg(1, 128), arg(2, 100));
+    let words = (lane_mib << 20) / 4;
+    let reads = reads_m * 1_000_000 / BATCH * BATCH;
+    let lane: Vec<u32> = (0..words as u32).collect();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let offsets: Vec<usize> = (0..reads)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as usize % (words - BLOCK_WORDS)
+        })
+        .collect();
+    for way in ["plain", "prefetched", "dependent"] {
+        let started = Instant::now();
+        let mut acc = [0u32; BLOCK_WORDS];
+        let mut last = 0usize;
+        for batch in offsets.chunks_exact(BATCH) {
+            if way == "prefetched" {
+                for &at in batch {
+                    prefetch(&lane[at..]);
+                }
+            }
+            for &at in batch {
+                let at = if way == "dependent" { (at ^ last) % (words - BLOCK_WORDS) } else { at };
+                let block = &lane[at..at + BLOCK_WORDS];
+                for (acc, word) in acc.iter_mut().zip(block) {
+                    *acc |= word;
+                }
+                last = (block[0] & 1) as usize;
+            }
+        }
+        black_box(acc);
+        let ns = started.elapsed().as_secs_f64() * 1e9 / reads as f64;
+        println!("{lane_mib} MiB lane, {way:>10}: {ns:6.2} ns per block");
+    }
+}
+
+fn prefetch(at: &[u32]) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing and writes nothing; the address is
+    // the slice's own start.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(at.as_ptr() as *const i8, std::arch::x86_64::_MM_HINT_T0)
+    };
+}
