@@ -879,7 +879,7 @@ fn fold_kept(
         let start = m.offset as usize;
         let block = &lane[start..start + block_layouts];
         if let Some(flags) = only_flagged
-            && !flags.get(start / block_layouts)
+            && !flags.get(start)
         {
             debug_assert!(block.iter().all(|&word| word == 0), "a clear flag means a zero block");
             continue;
@@ -1127,9 +1127,9 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             fresh.fill(0);
             report.modified = true;
         }
-        // The placement's flag, numbered as the landing blocks' of the
-        // mirror's win steps (its first word's lane element / (p * q)).
-        let flag = (own.lane_start + first) / (p * q);
+        // The placement's flag, found as the mirror's win steps find their
+        // landing blocks': by its first word's lane element.
+        let flag = own.lane_start + first;
         if let Some(flags) = input.own_fresh {
             flags.clear(flag);
         }

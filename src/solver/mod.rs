@@ -1594,9 +1594,16 @@ fn keep_move_lists(moves: &MoveTable, works: &mut [Work], spare_bytes: Option<u6
     if !works.iter().all(|work| move_lists::fits_kept_offsets(&work.planes)) {
         return;
     }
-    let flags: Vec<usize> = works.iter().map(fresh_flags).collect();
+    // Fresh flags: (plane lane elements, words per block) per material.
+    let flags: Vec<(usize, usize)> = works
+        .iter()
+        .map(|work| {
+            let per_placement = work.index.material.mover as usize * work.index.material.opponent as usize;
+            ((work.planes.total_bytes() / 4) as usize, per_placement)
+        })
+        .collect();
     let need: u64 = counted.iter().map(CountedMoves::list_bytes).sum::<u64>()
-        + flags.iter().map(|&f| PlacementFlags::bytes(f)).sum::<u64>();
+        + flags.iter().map(|&(elements, block)| PlacementFlags::bytes(elements, block)).sum::<u64>();
     if spare_bytes.is_some_and(|spare| spare < need) {
         return;
     }
@@ -1609,17 +1616,10 @@ fn keep_move_lists(moves: &MoveTable, works: &mut [Work], spare_bytes: Option<u6
             MoveLists::new(moves, &works[k].index, (&target.index, &target.planes), counted)
         })
         .collect();
-    for ((work, lists), flags) in works.iter_mut().zip(lists).zip(flags) {
+    for ((work, lists), (elements, block)) in works.iter_mut().zip(lists).zip(flags) {
         work.kept = Some(lists);
-        work.fresh_placements = Some(PlacementFlags::all_set(flags));
+        work.fresh_placements = Some(PlacementFlags::all_set(elements, block));
     }
-}
-
-/// Number of a material's [`PlacementFlags`]: one per p * q elements of
-/// its plane lanes (placements, and the padding between groups).
-fn fresh_flags(work: &Work) -> usize {
-    let per_placement = work.index.material.mover as u64 * work.index.material.opponent as u64;
-    (work.planes.total_bytes() / 4 / per_placement + 1) as usize
 }
 
 /// Unpacks the groups `groups` (increasing) of a packed material into
