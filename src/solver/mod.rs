@@ -1663,3 +1663,34 @@ fn open_finished(dir: &Path, material: Material) -> Result<FinishedMaterial, Sol
     let packed = PackedValues::open(&packed_values::packed_path(dir, material), &values_layout)?;
     Ok(FinishedMaterial { index, values_layout, values: FinishedValues::Packed(packed) })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// Every unit runs once with its own slice; results come back in the
+    /// order of the units; and a single worker runs them opponent slice by
+    /// opponent slice, in unit order within a slice.
+    #[test]
+    fn units_run_in_landing_order_and_report_in_unit_order() {
+        let index = MaterialIndex::new(Material::new(2, 3));
+        let groups: Vec<usize> = (0..index.groups().len()).collect();
+        let units = units_of(&index, &groups);
+        assert!(units.len() > 100);
+        let slices: Vec<usize> = (0..units.len()).collect();
+        let ran = Mutex::new(Vec::new());
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let results = pool.install(|| {
+            in_landing_order(&index, &units, slices, |unit, k| {
+                ran.lock().unwrap().push(k);
+                (unit, k)
+            })
+        });
+        assert_eq!(results, units.iter().copied().zip(0..).collect::<Vec<_>>());
+        let ran = ran.into_inner().unwrap();
+        let key = |k: usize| (index.groups()[units[k].0].opponent_counts, k);
+        assert!(ran.windows(2).all(|w| key(w[0]) < key(w[1])), "opponent slice by opponent slice");
+        assert_eq!(ran.len(), units.len());
+    }
+}
