@@ -638,8 +638,8 @@ pub(super) struct ListedMove {
 /// A quiet board move of a placement as [`MoveLists`] keeps it: where its
 /// successors' block starts in the landing material's resident plane
 /// lanes, so that a step folds it with no landing table, no ranking and no
-/// copying (copying kept moves into a list was about 15% of the steps'
-/// instructions at 4 men).
+/// copying (copying kept moves into a list was about 15% of the
+/// instructions of a 4-men run).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct KeptMove {
     /// Element number, in any plane lane of the landing material, of the
