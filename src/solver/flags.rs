@@ -1,6 +1,7 @@
 //! Change flags: which parts of a material changed in the current step and
 //! in the last one, so a step can skip layouts and whole groups whose
-//! successors did not change.
+//! successors did not change; and which placements may hold a `fresh`
+//! loss, so a win step can skip successor blocks that hold none.
 //!
 //! Flags are only set during a step and read in the next, so what is
 //! skipped does not depend on timing or thread count. They are a pure
