@@ -126,26 +126,35 @@ impl PlacementFlags {
         Self::flags(elements, block_words.ilog2()).div_ceil(64) as u64 * 8
     }
 
+    /// The word and bit of the block starting at lane element `element`.
+    #[inline(always)]
+    fn bit(&self, element: usize) -> (&AtomicU64, u64) {
+        let flag = element >> self.shift;
+        (&self.words[flag / 64], 1 << (flag % 64))
+    }
+
     /// The flag of the block starting at lane element `element`.
     #[inline(always)]
     pub fn get(&self, element: usize) -> bool {
-        let flag = element >> self.shift;
-        self.words[flag / 64].load(Ordering::Relaxed) >> (flag % 64) & 1 != 0
+        let (word, bit) = self.bit(element);
+        word.load(Ordering::Relaxed) & bit != 0
     }
 
+    /// Sets the flag; the atomic write only if it was clear.
     #[inline]
     pub fn set(&self, element: usize) {
-        if !self.get(element) {
-            let flag = element >> self.shift;
-            self.words[flag / 64].fetch_or(1 << (flag % 64), Ordering::Relaxed);
+        let (word, bit) = self.bit(element);
+        if word.load(Ordering::Relaxed) & bit == 0 {
+            word.fetch_or(bit, Ordering::Relaxed);
         }
     }
 
+    /// Clears the flag; the atomic write only if it was set.
     #[inline]
     pub fn clear(&self, element: usize) {
-        if self.get(element) {
-            let flag = element >> self.shift;
-            self.words[flag / 64].fetch_and(!(1 << (flag % 64)), Ordering::Relaxed);
+        let (word, bit) = self.bit(element);
+        if word.load(Ordering::Relaxed) & bit != 0 {
+            word.fetch_and(!bit, Ordering::Relaxed);
         }
     }
 }

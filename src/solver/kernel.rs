@@ -842,14 +842,30 @@ impl<'a> PlacementMoves<'a> {
                 visit_words(block, m.successor_states, &mut visit);
                 continue;
             }
-            for (a, &square) in place.mover_squares[..p].iter().enumerate() {
-                let master = if square == m.from { m.to } else { square };
-                let column = (m.moved >> master >> 1).count_ones() as usize;
-                for b in 0..q {
-                    let row = (q - 1 - b) * p;
-                    visit(row + p - 1 - a, block[row + column], m.successor_states);
-                }
-            }
+            visit_crossing(place, (p, q), (m.from, m.to, m.moved), block, m.successor_states, &mut visit);
+        }
+    }
+}
+
+/// The words of a block for a move whose piece passes another of the
+/// mover's pieces (`(from, to, moved)`, `moved` the mover's board after
+/// it): the masters' ordinals change, so each layout finds its word by
+/// where its master ends up (see [`PlacementMoves::for_each_successor`]).
+#[inline(always)]
+fn visit_crossing(
+    place: &Placement,
+    (p, q): (usize, usize),
+    (from, to, moved): (u8, u8, u32),
+    block: &[u32],
+    states: u32,
+    visit: &mut impl FnMut(usize, u32, u32),
+) {
+    for (a, &square) in place.mover_squares[..p].iter().enumerate() {
+        let master = if square == from { to } else { square };
+        let column = (moved >> master >> 1).count_ones() as usize;
+        for b in 0..q {
+            let row = (q - 1 - b) * p;
+            visit(row + p - 1 - a, block[row + column], states);
         }
     }
 }
@@ -890,14 +906,7 @@ fn fold_kept(
             continue;
         }
         let moved = place.mover ^ (1 << m.from) ^ (1 << m.to);
-        for (a, &square) in place.mover_squares[..p].iter().enumerate() {
-            let master = if square == m.from { m.to } else { square };
-            let column = (moved >> master >> 1).count_ones() as usize;
-            for b in 0..q {
-                let row = (q - 1 - b) * p;
-                visit(row + p - 1 - a, block[row + column], states);
-            }
-        }
+        visit_crossing(place, (p, q), (m.from, m.to, moved), block, states, &mut visit);
     }
 }
 
