@@ -7,6 +7,7 @@
 //! only its own group's segments and reads segments nobody writes during the
 //! step, so the result does not depend on the number of threads.
 
+use super::capture_values::CaptureValues;
 use super::flags::{PlacementFlags, SideFlags};
 use super::lanes::NO_EVENT;
 use super::move_lists::MoveLists;
@@ -17,7 +18,7 @@ use crate::rules::{
 };
 #[cfg(test)]
 use crate::rules::{rotate, rotate_square};
-use crate::value::{self, DRAW, NO_VALUE, Value};
+use crate::value::{DRAW, NO_VALUE, Value};
 
 /// Most distinct (dx, dy) offsets five cards can have: 5 cards * 4.
 const MAX_OFFSETS: usize = 20;
@@ -39,8 +40,8 @@ pub struct MoveTable {
     /// pair needs no bounds check.
     targets: [Target; 1024],
     cards: CardTables,
-    /// `after[k][c]`: card state after playing slot c from state k.
-    after: [[u8; CARDS_PER_GAME]; CARD_STATES],
+    /// Card states after playing each card, for folding capture values.
+    capture_values: CaptureValues,
     /// By bit set of card slots: the successor-state bits of a move with
     /// one of them ([`group_mask`]).
     successor_states: [u32; 1 << CARDS_PER_GAME],
@@ -81,7 +82,9 @@ impl MoveTable {
             }
         }
         let successor_states = std::array::from_fn(|cards| group_mask(cards as u8));
-        MoveTable { reach, card_reach, targets, cards: CardTables::new(), after, successor_states }
+        let cards = CardTables::new();
+        let capture_values = CaptureValues::new(after, cards.holds);
+        MoveTable { reach, card_reach, targets, cards, capture_values, successor_states }
     }
 
     /// The cards that move a piece from `from` to `to`.
@@ -227,22 +230,6 @@ pub(super) fn landing_counts(group: &Group, from_row: usize, to_row: usize, capt
     (turned_mover, moved)
 }
 
-/// Calls `visit(card_state, slot)` for every state holding a slot in `cards`.
-#[inline(always)]
-fn for_each_held_card_state(moves: &MoveTable, cards: u8, mut visit: impl FnMut(usize, usize)) {
-    for slot in 0..CARDS_PER_GAME {
-        if cards & (1 << slot) == 0 {
-            continue;
-        }
-        let mut states = moves.cards.holds[slot];
-        while states != 0 {
-            let k = states.trailing_zeros() as usize;
-            states &= states - 1;
-            visit(k, slot);
-        }
-    }
-}
-
 /// Sets the bytes of card states `states` in one layout's `values`.
 #[inline]
 pub(super) fn set_values(values: &mut [u8], states: u32, byte: u8) {
@@ -383,19 +370,16 @@ pub(super) fn fold_captures(moves: &MoveTable, unit: Unit, captured: &Landing<u8
                     continue;
                 }
                 let values = &mut values[this * CARD_STATES..(this + 1) * CARD_STATES];
-                for (m, left, cards) in &list[..count] {
+                let captures = list[..count].iter().filter_map(|(m, left, cards)| {
                     // Taking the master, or reaching the temple, wins.
                     if m.to == opponent_master || (m.from == mover_master && m.to == MOVER_TARGET) {
-                        continue;
+                        return None;
                     }
                     let turned_opponent = (left >> opponent_master >> 1).count_ones() as usize * target_q;
                     let at = board_successor(m, mover_master, turned_opponent) * CARD_STATES;
-                    for_each_held_card_state(moves, *cards, |k, slot| {
-                        let after = moves.after[k][slot] as usize;
-                        let mine = value::negate(m.block[at + after]);
-                        values[k] = values[k].max(mine);
-                    });
-                }
+                    Some((&m.block[at..at + CARD_STATES], *cards))
+                });
+                moves.capture_values.fold(values, captures);
             }
         }
     });

@@ -31,6 +31,7 @@
 //! the block store stream the table: see [`schedule`].
 
 mod capture_schedule;
+mod capture_values;
 mod checkpoint;
 mod decision_log;
 pub mod disk;
