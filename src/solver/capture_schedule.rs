@@ -282,8 +282,7 @@ impl CaptureSchedule {
         let index = &mut self.index;
         let count = u32::try_from(count).expect("a frame's entries fit a u32");
         index.chunk_entries[last] = index.chunk_entries[last].checked_add(count).expect("entries fit a u32");
-        index.chunk_bytes[last] =
-            index.chunk_bytes[last].checked_add(frame.len() as u32).expect("a chunk fits 4 GB");
+        index.chunk_bytes[last] = index.chunk_bytes[last].checked_add(frame.len() as u32).expect("a chunk fits 4 GB");
         Ok(())
     }
 

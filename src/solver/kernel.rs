@@ -20,6 +20,9 @@ use crate::rules::{
 use crate::rules::{rotate, rotate_square};
 use crate::value::{DRAW, NO_VALUE, Value};
 
+/// Bytes of a cache line (x86_64 and most others), the step of prefetches
+/// over a range.
+const CACHE_LINE_BYTES: usize = 64;
 /// Most distinct (dx, dy) offsets five cards can have: 5 cards * 4.
 const MAX_OFFSETS: usize = 20;
 /// Rows of the board: the regions of the index.
@@ -526,6 +529,22 @@ impl StepValues<'_> {
         }
     }
 
+    /// Resident: asks the CPU for the value bytes of the `count` layouts
+    /// from `first` on if [`StepValues::due`] will read some of them at
+    /// `depth` (it does so after the placement's moves are folded, and the
+    /// bytes are a cache miss: about 6% of the loss steps' samples waited
+    /// on them).
+    #[inline(always)]
+    fn prefetch_due(&self, first: usize, count: usize, depth: u16) {
+        if let StepValues::Written { values, next_event } = self
+            && next_event[first..first + count].iter().any(|&event| u16::from(event) <= depth)
+        {
+            for line in (first * CARD_STATES..(first + count) * CARD_STATES).step_by(CACHE_LINE_BYTES) {
+                prefetch(&values[line..]);
+            }
+        }
+    }
+
     /// Records that `states` of layout `n` are decided with value `byte`.
     #[inline(always)]
     fn decide(&mut self, n: usize, states: u32, byte: u8) {
@@ -1015,9 +1034,12 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
     for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
         let first = i * p * q;
         let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
+        if own.capture_due {
+            own.values.prefetch_due(first, p * q, depth);
+        }
         let place = Placement::new(mover, opponent);
-        let look = looked_at(input, &place, q);
-        let needed = (0..p * q).any(|j| undecided[j] != 0 && look[j % q]);
+        let look = looked_at(input, &place);
+        let needed = (0..p * q).any(|j| undecided[j] != 0 && look >> (j % q) & 1 != 0);
         let listing = listing(input, first_placement + i, needed);
         let (reach, no_move) =
             placement_moves.fold(moves, landing, &place, listing, 0, |reach, word, states| reach | (word & states));
@@ -1027,7 +1049,7 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
             }
             let (n, layout) = (first + j, place.layout(j / q, j % q));
             let mut wins = 0;
-            if look[j % q] {
+            if look >> (j % q) & 1 != 0 {
                 let reach = reach[successor_slot(p, q, j / q, j % q)];
                 wins = moves.cards.any_predecessor(reach, 0x1f) & !no_move;
                 if no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
@@ -1077,15 +1099,15 @@ fn undecided_layouts(won: &[u32], lost: &[u32], first: usize, count: usize) -> O
     (any != 0).then_some(undecided)
 }
 
-/// Per choice of the opponent's master: must the moves of these layouts be
-/// looked at, or did their successors not change since they were?
+/// Per choice of the opponent's master (bit b: its b-th piece): must the
+/// moves of these layouts be looked at, or did their successors not change
+/// since they were?
 #[inline(always)]
-fn looked_at(input: &StepInput, place: &Placement, q: usize) -> [bool; MAX_PIECES_PER_SIDE] {
-    let mut look = [true; MAX_PIECES_PER_SIDE];
-    if input.may_skip {
-        input.target_sides.successors_changed_by_master(place.opponent, &mut look[..q]);
+fn looked_at(input: &StepInput, place: &Placement) -> u8 {
+    if !input.may_skip {
+        return u8::MAX;
     }
-    look
+    input.target_sides.successors_changed_by_master(place.opponent)
 }
 
 /// Own lane segments of a unit in a loss step.
@@ -1113,6 +1135,8 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
     let (p, q) = (unit.p, unit.q);
     let mut placement_moves = PlacementMoves::new();
     let first_placement = first_placement(&unit);
+    let unit_elements = own.lane_start..own.lane_start + (unit.end - unit.start) as usize * p * q;
+    let mut own_flags = input.own_fresh.map(|flags| flags.writer(unit_elements));
     for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
         let first = i * p * q;
         let fresh = &mut own.fresh[first..first + p * q];
@@ -1123,13 +1147,16 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         // The placement's flag, found as the mirror's win steps find their
         // landing blocks': by its first word's lane element.
         let flag = own.lane_start + first;
-        if let Some(flags) = input.own_fresh {
+        if let Some(flags) = own_flags.as_mut() {
             flags.clear(flag);
         }
         let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
+        if own.capture_due {
+            own.values.prefetch_due(first, p * q, depth);
+        }
         let place = Placement::new(mover, opponent);
-        let look = looked_at(input, &place, q);
-        let needed = (0..p * q).any(|j| undecided[j] != 0 && look[j % q]);
+        let look = looked_at(input, &place);
+        let needed = (0..p * q).any(|j| undecided[j] != 0 && look >> (j % q) & 1 != 0);
         let listing = listing(input, first_placement + i, needed);
         let (all_won, no_move) =
             placement_moves.fold(moves, landing, &place, listing, ALL_CARD_STATES, |all_won, word, states| {
@@ -1153,7 +1180,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             }
             // Unchanged successors give the answer of two steps ago: only
             // losses held back by a capture can be due now.
-            let mut losses = if look[j % q] {
+            let mut losses = if look >> (j % q) & 1 != 0 {
                 let all_won = all_won[successor_slot(p, q, j / q, j % q)];
                 let mut losses = moves.cards.all_held(all_won) & !no_move;
                 if no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
@@ -1174,7 +1201,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
                 report.modified = true;
             }
             if losses != 0 {
-                if let Some(flags) = input.own_fresh {
+                if let Some(flags) = own_flags.as_mut() {
                     flags.set(flag);
                 }
                 own.lost[n] |= losses;
