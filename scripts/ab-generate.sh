@@ -22,7 +22,11 @@ trap 'rm -rf "$scratch"' EXIT
 base_tree="$root/target/ab-base"
 rm -rf "$base_tree/src" "$base_tree/examples" "$base_tree/tests"
 mkdir -p "$base_tree"
-git archive "$base_rev" | tar -x -C "$base_tree"
+# -m: the files get the time of extraction. With the commit's time (tar's
+# default) cargo took a revision committed before the last build in this
+# tree, with no file of that build missing, for fresh, and kept the old
+# binary as the base.
+git archive "$base_rev" | tar -x -m -C "$base_tree"
 (cd "$base_tree" && cargo build --release --quiet --bin onitb)
 cargo build --release --quiet --bin onitb
 cp "$base_tree/target/release/onitb" "$scratch/onitb.base"

@@ -311,19 +311,36 @@ impl Group {
     /// The (mover, opponent) boards of placements `start..end`, in order.
     /// Counts like an odometer: each step changes the lowest digit's row
     /// and, on a carry, the next ones, instead of decoding every digit.
-    pub(crate) fn placements(&self, start: u64, end: u64) -> Placements {
+    pub(crate) fn placements(&self, start: u64, end: u64) -> impl Iterator<Item = (u32, u32)> + '_ {
         let mut digits = [0u8; ROWS];
         let mut rest = start;
         for row in DIGIT_ORDER {
             digits[row] = (rest % self.row_radices[row] as u64) as u8;
             rest /= self.row_radices[row] as u64;
         }
-        let (mover, opponent) = self.placement(start.min(end));
+        let (mut mover, mut opponent) = self.placement(start.min(end));
         // Each row's patterns, looked up once for the group's counts.
-        let patterns = std::array::from_fn(|row| {
+        let patterns: [&[u16; MAX_ROW_RADIX]; ROWS] = std::array::from_fn(|row| {
             &ROW_PATTERNS[self.mover_counts[row] as usize][self.opponent_counts[row] as usize]
         });
-        Placements { digits, radices: self.row_radices, patterns, mover, opponent, left: end.saturating_sub(start) }
+        (start..end).map(move |_| {
+            let current = (mover, opponent);
+            for row in DIGIT_ORDER {
+                let old = unpack_patterns(patterns[row][digits[row] as usize]);
+                digits[row] += 1;
+                let carry = digits[row] == self.row_radices[row];
+                if carry {
+                    digits[row] = 0;
+                }
+                let new = unpack_patterns(patterns[row][digits[row] as usize]);
+                mover ^= (old.0 ^ new.0) << (5 * row);
+                opponent ^= (old.1 ^ new.1) << (5 * row);
+                if !carry {
+                    break;
+                }
+            }
+            current
+        })
     }
 
     /// (mover, opponent) patterns of one row for a digit.
@@ -332,46 +349,6 @@ impl Group {
         unpack_patterns(
             ROW_PATTERNS[self.mover_counts[row] as usize][self.opponent_counts[row] as usize][digit as usize],
         )
-    }
-}
-
-/// The iterator of [`Group::placements`]. A type of its own, not a
-/// closure, so that its step is inlined into the kernels' loops (as a
-/// closure it was a call per placement, about 4% of a 6-men run).
-pub(crate) struct Placements {
-    digits: [u8; ROWS],
-    radices: [u8; ROWS],
-    patterns: [&'static [u16; MAX_ROW_RADIX]; ROWS],
-    mover: u32,
-    opponent: u32,
-    left: u64,
-}
-
-impl Iterator for Placements {
-    type Item = (u32, u32);
-
-    #[inline(always)]
-    fn next(&mut self) -> Option<(u32, u32)> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left -= 1;
-        let current = (self.mover, self.opponent);
-        for row in DIGIT_ORDER {
-            let old = unpack_patterns(self.patterns[row][self.digits[row] as usize]);
-            self.digits[row] += 1;
-            let carry = self.digits[row] == self.radices[row];
-            if carry {
-                self.digits[row] = 0;
-            }
-            let new = unpack_patterns(self.patterns[row][self.digits[row] as usize]);
-            self.mover ^= (old.0 ^ new.0) << (5 * row);
-            self.opponent ^= (old.1 ^ new.1) << (5 * row);
-            if !carry {
-                break;
-            }
-        }
-        Some(current)
     }
 }
 
