@@ -7,7 +7,7 @@
 //! It knows nothing of moves, boards or lanes: the caller finds each
 //! capture's successor bytes and cards (`kernel::fold_captures`).
 
-use crate::rules::{CARD_STATES, CARDS_PER_GAME};
+use crate::rules::{CARD_STATES, CARDS_PER_GAME, CardState, CardTables};
 use crate::value;
 
 /// How card states find their successor's byte after playing one card slot.
@@ -49,7 +49,14 @@ const HIGH_START: usize = CARD_STATES - 16;
 const ZERO_BYTE: u8 = 0x80;
 
 impl CaptureValues {
-    pub fn new(after: [[u8; CARDS_PER_GAME]; CARD_STATES], holds: [u32; CARDS_PER_GAME]) -> CaptureValues {
+    pub fn new() -> CaptureValues {
+        let mut after = [[u8::MAX; CARDS_PER_GAME]; CARD_STATES];
+        for k in CardState::all() {
+            for slot in k.mover_cards() {
+                after[k.index()][slot] = k.after_playing(slot).index() as u8;
+            }
+        }
+        let holds = CardTables::new().holds;
         let shuffles = std::array::from_fn(|slot| {
             let window_start = (6 * slot).min(HIGH_START);
             let index = |k: usize| {
@@ -173,17 +180,7 @@ fn store(vector: std::arch::x86_64::__m128i, bytes: &mut [u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::{CardState, CardTables};
-
-    fn capture_values() -> CaptureValues {
-        let mut after = [[u8::MAX; CARDS_PER_GAME]; CARD_STATES];
-        for k in CardState::all() {
-            for slot in k.mover_cards() {
-                after[k.index()][slot] = k.after_playing(slot).index() as u8;
-            }
-        }
-        CaptureValues::new(after, CardTables::new().holds)
-    }
+    use crate::rules::CardTables;
 
     /// A pseudo-random byte that `negate` accepts (no 0, no 129).
     fn valued_byte(seed: &mut u64) -> u8 {
@@ -201,7 +198,7 @@ mod tests {
     /// draw, wins), with and without states that already have a value.
     #[test]
     fn vector_fold_matches_the_definition() {
-        let fold = capture_values();
+        let fold = CaptureValues::new();
         let mut seed = 7;
         for round in 0..2000 {
             let successors: Vec<[u8; CARD_STATES]> =
@@ -222,7 +219,7 @@ mod tests {
     /// win in 5 for the states holding the card, and no others change.
     #[test]
     fn a_lost_successor_makes_a_win_for_the_holding_states() {
-        let fold = capture_values();
+        let fold = CaptureValues::new();
         let loss4 = value::Value::Loss(4).to_byte();
         let win5 = value::Value::Win(5).to_byte();
         let successor = [loss4; CARD_STATES];

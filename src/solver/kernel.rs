@@ -13,8 +13,8 @@ use super::lanes::NO_EVENT;
 use super::move_lists::MoveLists;
 use crate::index::{Group, Layout, MaterialIndex, TurnedRows};
 use crate::rules::{
-    ALL_CARD_STATES, CARD_STATES, CARDS_PER_GAME, CardState, CardTables, MAX_PIECES_PER_SIDE, MOVER_TARGET, NoMoveRule,
-    Rules, SQUARES, masters_end_game,
+    ALL_CARD_STATES, CARD_STATES, CARDS_PER_GAME, CardTables, MAX_PIECES_PER_SIDE, MOVER_TARGET, NoMoveRule, Rules,
+    SQUARES, masters_end_game,
 };
 #[cfg(test)]
 use crate::rules::{rotate, rotate_square};
@@ -78,16 +78,15 @@ impl MoveTable {
         for target in targets.iter_mut() {
             target.successor_states = group_mask(target.cards);
         }
-        let mut after = [[u8::MAX; CARDS_PER_GAME]; CARD_STATES];
-        for k in CardState::all() {
-            for slot in k.mover_cards() {
-                after[k.index()][slot] = k.after_playing(slot).index() as u8;
-            }
-        }
         let successor_states = std::array::from_fn(|cards| group_mask(cards as u8));
-        let cards = CardTables::new();
-        let capture_values = CaptureValues::new(after, cards.holds);
-        MoveTable { reach, card_reach, targets, cards, capture_values, successor_states }
+        MoveTable {
+            reach,
+            card_reach,
+            targets,
+            cards: CardTables::new(),
+            capture_values: CaptureValues::new(),
+            successor_states,
+        }
     }
 
     /// The cards that move a piece from `from` to `to`.
