@@ -635,7 +635,7 @@ impl Reporter {
             Progress::MaterialResumed { materials } => {
                 self.line(format_args!("{}: finished by the earlier run (checkpoint)", pair(materials)));
             }
-            Progress::Step { depth_plies, decided, groups_visited, groups, io } => {
+            Progress::Step { depth_plies, decided, groups_visited, groups, groups_sparse, io } => {
                 self.depth.store(depth_plies as u64, Ordering::Relaxed);
                 let mut last = self.last_io.lock().unwrap_or_else(|e| e.into_inner());
                 if depth_plies == 1 {
@@ -643,8 +643,9 @@ impl Reporter {
                 }
                 if depth_plies % PROGRESS_EVERY_PLIES == 0 || last.0.elapsed() >= PROGRESS_EVERY {
                     let tail = self.io_and_eta(&last, io);
+                    let sparse = if groups_sparse > 0 { format!(" ({groups_sparse} sparse)") } else { String::new() };
                     self.line(format_args!(
-                        "  depth {depth_plies} plies, {decided} states decided, step visited {groups_visited}/{groups} groups{tail}"
+                        "  depth {depth_plies} plies, {decided} states decided, step visited {groups_visited}/{groups} groups{sparse}{tail}"
                     ));
                     *last = (Instant::now(), io);
                 }

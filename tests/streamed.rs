@@ -134,13 +134,16 @@ fn values_take_no_raw_disk_and_finished_materials_are_packed() {
     };
     let in_progress = Mutex::new(Vec::new());
     let steps_seen = Mutex::new(0u32);
+    let most_sparse = Mutex::new(0u64);
     let packed_seen = Mutex::new(std::collections::BTreeSet::new());
     let names = || -> Vec<String> {
         std::fs::read_dir(&work).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
     };
     let check = |p: Progress| match p {
         Progress::MaterialStarted { materials, .. } => *in_progress.lock().unwrap() = materials.to_vec(),
-        Progress::Step { depth_plies, .. } => {
+        Progress::Step { depth_plies, groups_sparse, .. } => {
+            let mut most = most_sparse.lock().unwrap();
+            *most = (*most).max(groups_sparse);
             let names = names();
             assert!(!names.iter().any(|n| n.ends_with(".values")), "a raw value file at step {depth_plies}: {names:?}");
             for material in in_progress.lock().unwrap().iter() {
@@ -161,6 +164,8 @@ fn values_take_no_raw_disk_and_finished_materials_are_packed() {
     };
     let solved = solver::solve_with(&rules(NoMoveRule::Loss), 2, &config, &check).unwrap();
     assert!(*steps_seen.lock().unwrap() > 10);
+    // The late steps work on sparse own planes (and the table is the same).
+    assert!(*most_sparse.lock().unwrap() > 0, "no group turned sparse");
     assert_eq!(packed_seen.lock().unwrap().len(), 4, "1v1, 1v2, 2v1, 2v2");
     assert_same(&Table::generate(&rules(NoMoveRule::Loss), 2).unwrap(), &solved.into_table().unwrap());
 }

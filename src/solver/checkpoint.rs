@@ -21,7 +21,7 @@ use thiserror::Error;
 /// File name of the checkpoint in the work directory.
 pub const CHECKPOINT_FILE: &str = "checkpoint.json";
 /// Version of the checkpoint's content; a run refuses other versions.
-const CHECKPOINT_VERSION: u32 = 6;
+const CHECKPOINT_VERSION: u32 = 7;
 
 #[derive(Debug, Error)]
 pub enum CheckpointError {
@@ -78,6 +78,9 @@ pub struct WorkRecord {
     pub undecided: Vec<u64>,
     /// Capture-event depths per group (a 256-bit set as four words).
     pub events: Vec<[u64; 4]>,
+    /// Layouts listed in each group's sparse lanes (0: its planes are
+    /// dense).
+    pub sparse: Vec<u32>,
     /// The work-file slot of each plane lane per group, one byte per group
     /// in hexadecimal.
     pub slots: String,

@@ -137,6 +137,10 @@ impl LaneFile {
         Ok(LaneFile { file, path: path.to_path_buf(), direct })
     }
 
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Reads `range` of the file into `into` (same length; the range starts
     /// and, but for the file's end, ends on a segment boundary).
     pub fn read(&self, range: Range<u64>, into: &mut [u8]) -> Result<(), DiskError> {

@@ -32,6 +32,13 @@ pub enum Lane {
     Held,
     /// Value bytes, 30 per layout.
     Values,
+    /// A sparse group's own `won` words with their layout numbers (two u32
+    /// per listed layout), in a segment laid out like a plane's: see
+    /// `solver::sparse`.
+    SparseWon,
+    /// A sparse group's own `lost`, `capture` and `held` words (three u32
+    /// per listed layout, in `SparseWon`'s order).
+    SparseRest,
 }
 
 impl Lane {
@@ -52,6 +59,8 @@ impl Lane {
             Lane::Capture => "capture",
             Lane::Held => "held",
             Lane::Values => "values",
+            Lane::SparseWon => "sparse-won",
+            Lane::SparseRest => "sparse-rest",
         }
     }
 }

@@ -42,6 +42,7 @@ pub mod lanes;
 mod move_lists;
 mod packed_values;
 mod schedule;
+mod sparse;
 mod window;
 mod work_files;
 
@@ -60,6 +61,7 @@ use move_lists::{CountedMoves, MoveLists};
 use packed_values::{PackedValues, PackedWriter};
 use rayon::prelude::*;
 use schedule::MoverSlices;
+use sparse::{Base, Pick};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -119,13 +121,15 @@ pub enum Progress {
         resumed_at_plies: Option<u16>,
     },
     /// A step of the pair in progress ended: states decided so far, groups
-    /// the step visited (of all of the pair's), work-file I/O of the pair so
+    /// the step visited (of all of the pair's), groups whose own planes are
+    /// sparse now (streamed pairs, `sparse`), work-file I/O of the pair so
     /// far.
     Step {
         depth_plies: u16,
         decided: u64,
         groups_visited: u64,
         groups: u64,
+        groups_sparse: u64,
         io: IoTotals,
     },
     /// A batch of a streamed step is done: `done` of the step's `batches`
@@ -203,6 +207,9 @@ struct GroupState {
     undecided: u64,
     /// Depths at which a capture value makes a state due.
     events: EventDepths,
+    /// Streamed: layouts listed in the group's sparse lanes, 0 while its
+    /// own planes are dense (`sparse`).
+    sparse_layouts: u32,
 }
 
 /// Where a material's lanes are.
@@ -244,7 +251,7 @@ impl Work {
         let planes = LaneLayout::new(&index, 4);
         let values = LaneLayout::new(&index, CARD_STATES as u64);
         let count = index.groups().len();
-        let mut groups = vec![GroupState { undecided: 0, events: EventDepths::default() }; count];
+        let mut groups = vec![GroupState { undecided: 0, events: EventDepths::default(), sparse_layouts: 0 }; count];
         let storage = match streamed_in {
             None => Storage::Resident(ResidentLanes::new(&planes, &values)),
             Some(StreamedIn { dir, disk, resume: None }) => {
@@ -253,13 +260,18 @@ impl Work {
             Some(StreamedIn { dir, disk, resume: Some(record) }) => {
                 let damaged = || SolveError::DamagedCheckpoint(material);
                 let slots = record.decode_slots(count).ok_or_else(damaged)?;
-                if record.undecided.len() != count || record.events.len() != count {
+                if record.undecided.len() != count || record.events.len() != count || record.sparse.len() != count {
                     return Err(damaged());
                 }
                 for (g, state) in groups.iter_mut().enumerate() {
+                    let sparse_layouts = record.sparse[g];
+                    if !sparse::fits(sparse_layouts, window::padded_len(&planes, g)) {
+                        return Err(damaged());
+                    }
                     *state = GroupState {
                         undecided: record.undecided[g],
                         events: EventDepths::from_words(record.events[g]),
+                        sparse_layouts,
                     };
                 }
                 let mark = LogMark { bytes: record.log_bytes, segments: record.log_steps.clone() };
@@ -293,6 +305,7 @@ impl Work {
         let record = WorkRecord {
             undecided: self.groups.iter().map(|g| g.undecided).collect(),
             events: self.groups.iter().map(|g| g.events.words()).collect(),
+            sparse: self.groups.iter().map(|g| g.sparse_layouts).collect(),
             slots: WorkRecord::encode_slots(&slots),
             log_bytes: log.bytes,
             log_steps: log.segments,
@@ -898,14 +911,16 @@ fn step(
             // every layout's `fresh`, so it need not read it, and a win step
             // uses it for its new wins. `capture` changes only where an
             // event is due.
+            // A sparse group's planes are its records (all of them).
             let win_step = depth % 2 == 1;
+            let sparse = |g: usize| this_ref.groups[g].sparse_layouts > 0;
             let read = |lane: Lane, g: usize| match lane {
-                Lane::Won | Lane::Lost => true,
-                Lane::Capture => !win_step || due(g),
-                Lane::Held => !win_step,
+                Lane::Won | Lane::Lost => !sparse(g),
+                Lane::Capture => !sparse(g) && (!win_step || due(g)),
+                Lane::Held => !sparse(g) && !win_step,
+                Lane::SparseWon | Lane::SparseRest => true,
                 Lane::Fresh | Lane::Values => false,
             };
-            let written: &[Lane] = if win_step { &[Lane::Won] } else { &[Lane::Lost, Lane::Held] };
             let input = StepInput {
                 rules,
                 moves,
@@ -958,13 +973,21 @@ fn step(
             // if given) and fills its due states: the job's maps, and where
             // the slice was put.
             let load = |own: &mut OwnBuffers,
-                        slice: Option<&mut AlignedBuf>,
+                        mut slice: Option<&mut AlignedBuf>,
                         k: usize,
                         disk: &mut DiskIo,
                         io: &mut IoTotals|
              -> Result<LoadedJob, SolveError> {
-                let (maps, at, (mut requests, fill)) = reads.plan(own, slice, &jobs[k], io);
+                let (maps, at, (mut requests, fill)) = reads.plan(own, slice.as_deref_mut(), &jobs[k], io);
                 window::fetch(disk, (&mut requests, fill), from_log, &mut io.bytes_read)?;
+                drop(requests);
+                own.unpack_sparse(this_ref, &maps.0, Base::Holes)?;
+                // A loss step's landing `won` of sparse groups is their
+                // dense segment with their records laid over it.
+                if let (false, Some(slice), Some((start, len))) = (win_step, slice, at) {
+                    let words = &mut slice.words_mut()[..len / 4];
+                    own.patch_landing_won(disk, target, jobs[k].0.clone(), (start, words), io)?;
+                }
                 let due_groups: Vec<usize> = jobs[k].1.iter().copied().filter(|&g| due(g)).collect();
                 own.fill_due(this_ref.files().schedule(), (&maps.0, &maps.1), (this_ref, &due_groups), depth, io)?;
                 Ok((maps, at))
@@ -972,14 +995,37 @@ fn step(
             // Queues the writes of what a computed job changed. (`fresh` is
             // not written at all: a loss step's new losses are its chunks in
             // the decision log, which the next win step reads.)
-            let store = |own: &OwnBuffers, (pm, changed): &Computed, disk: &mut DiskIo, io: &mut IoTotals| {
-                own.store(disk, this_ref, pm, written, |g| changed.contains(&g), io)?;
-                if depth.is_multiple_of(2) {
-                    let capture_changed = |g| changed.contains(&g) && due(g);
-                    own.store(disk, this_ref, pm, &[Lane::Capture], capture_changed, io)?;
-                }
-                Ok::<(), SolveError>(())
-            };
+            // A sparse group stores the records the step writes (a win
+            // step `SparseWon`, a loss step `SparseRest`); a group turning
+            // sparse stores its dense `lost` (its dense `won` is current
+            // already) and all its records.
+            let store =
+                |own: &mut OwnBuffers, (pm, changed, turning): &Computed, disk: &mut DiskIo, io: &mut IoTotals| {
+                    let dense = |g: usize| changed.contains(&g) && !sparse(g);
+                    let staying_dense = |g: usize| dense(g) && turning.binary_search_by_key(&g, |t| t.0).is_err();
+                    if win_step {
+                        own.store(disk, this_ref, pm, &[Lane::Won], dense, io)?;
+                    } else {
+                        own.store(disk, this_ref, pm, &[Lane::Lost], dense, io)?;
+                        own.store(disk, this_ref, pm, &[Lane::Held], staying_dense, io)?;
+                        let capture_changed = |g| staying_dense(g) && due(g);
+                        own.store(disk, this_ref, pm, &[Lane::Capture], capture_changed, io)?;
+                    }
+                    let listed: Vec<(usize, Pick, u32)> = changed
+                        .iter()
+                        .filter(|&&g| sparse(g))
+                        .map(|&g| (g, Pick::Listed, this_ref.groups[g].sparse_layouts))
+                        .collect();
+                    let lane = if win_step { Lane::SparseWon } else { Lane::SparseRest };
+                    own.store_sparse(disk, this_ref, pm, &listed, &[lane], io)?;
+                    let turning: Vec<(usize, Pick, u32)> =
+                        turning.iter().map(|&(g, listed)| (g, Pick::Undecided, listed)).collect();
+                    own.store_sparse(disk, this_ref, pm, &turning, &[Lane::SparseWon, Lane::SparseRest], io)?;
+                    Ok::<(), SolveError>(())
+                };
+            // Groups that turn sparse in this step, (group, records): they
+            // are stored so in the step and are sparse from the next on.
+            let mut turned: Vec<(usize, u32)> = Vec::new();
             // Lane byte offset and length of the slice each buffer holds.
             let mut slice_at = vec![(0u64, 0usize); stages];
             // Maps of the job loaded next.
@@ -1043,11 +1089,14 @@ fn step(
                 let deciding = deciding_groups(&units, &reports);
                 log_decisions(this_ref, &deciding, (&pm, &vm), owns[w].decided_and_scratch())?;
                 // Groups the step left as they were need no writing.
-                let changed = units.iter().zip(&reports).filter(|(_, r)| r.modified).map(|(u, _)| u.0).collect();
+                let changed: BTreeSet<usize> =
+                    units.iter().zip(&reports).filter(|(_, r)| r.modified).map(|(u, _)| u.0).collect();
+                let turning = if win_step { Vec::new() } else { turning_sparse(this_ref, &owns[w], &pm, &changed) };
+                turned.extend(&turning);
                 if stages == 2 {
-                    unstored = Some((pm, changed));
+                    unstored = Some((pm, changed, turning));
                 } else {
-                    store(&owns[0], &(pm, changed), disk, io)?;
+                    store(&mut owns[0], &(pm, changed, turning), disk, io)?;
                     if k + 1 < jobs.len() {
                         // One window: read the next job only now that this
                         // one is stored.
@@ -1064,9 +1113,12 @@ fn step(
                 progress(Progress::Batch { depth_plies: depth, material, done: k + 1, batches: jobs.len(), io: *io });
             }
             if let Some(last) = unstored.take() {
-                store(&owns[(jobs.len() - 1) % stages], &last, disk, io)?;
+                store(&mut owns[(jobs.len() - 1) % stages], &last, disk, io)?;
             }
             disk.drain()?;
+            for (g, listed) in turned {
+                this.groups[g].sparse_layouts = listed;
+            }
         }
     }
     let (mut decided, mut visited) = (0, 0);
@@ -1117,9 +1169,26 @@ fn log_decisions(
 /// its landing slice was put (lane byte offset, length) if it was read.
 type LoadedJob = ((Packed, Packed), Option<(u64, usize)>);
 
-/// A streamed job computed and not yet stored: its plane map and the groups
-/// it changed.
-type Computed = (Packed, BTreeSet<usize>);
+/// A streamed job computed and not yet stored: its plane map, the groups
+/// it changed, and those of them that turn sparse with how many layouts
+/// they list (increasing).
+type Computed = (Packed, BTreeSet<usize>, Vec<(usize, u32)>);
+
+/// The groups among `changed` (dense ones, computed by a loss step in
+/// `own`) that turn sparse, with how many layouts they list.
+fn turning_sparse(work: &Work, own: &OwnBuffers, plane_map: &Packed, changed: &BTreeSet<usize>) -> Vec<(usize, u32)> {
+    let candidates: Vec<usize> = changed.iter().copied().filter(|&g| work.groups[g].sparse_layouts == 0).collect();
+    let (won, lost) = (own.plane(Lane::Won), own.plane(Lane::Lost));
+    candidates
+        .par_iter()
+        .filter_map(|&g| {
+            let range = plane_map.elements(g);
+            let listed = sparse::undecided_layouts(&won[range.clone()], &lost[range.clone()]);
+            let fits = sparse::converts(listed, range.len() as u64, window::padded_len(&work.planes, g));
+            fits.then_some((g, listed as u32))
+        })
+        .collect()
+}
 
 /// Both elements of a two-element slice, element `i` first.
 fn pair_mut<T>(pair: &mut [T], i: usize) -> (&mut T, &mut T) {
@@ -1155,8 +1224,9 @@ fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result
             for (_, groups) in schedule::opponent_slices(&work.index) {
                 for batch in window.batches(work, &groups) {
                     // No values exist yet: every byte comes from the
-                    // planes, then the log.
-                    let lanes = [Lane::Won, Lane::Lost];
+                    // planes, then the log. A sparse group's planes are
+                    // its dense segments with its records over them.
+                    let lanes = [Lane::Won, Lane::Lost, Lane::SparseWon, Lane::SparseRest];
                     let (pm, vm) = window.load(disk, work, &batch, (&lanes, ValueSegments::Zeroed))?;
                     run_finish(&batch, window.owns[0].own(&pm, &vm), kernel::settle);
                     let last = batch.iter().map(|&g| rank[g]).max().expect("a batch has groups");
@@ -1283,7 +1353,14 @@ fn solve_pair(
                 state.pending_plies = state.pending_plies.max(report.events.deepest());
             }
             let io = io_now(&window);
-            progress(Progress::Step { depth_plies: 1, decided: state.decided, groups_visited: groups, groups, io });
+            progress(Progress::Step {
+                depth_plies: 1,
+                decided: state.decided,
+                groups_visited: groups,
+                groups,
+                groups_sparse: 0,
+                io,
+            });
             record_pair(&mut checkpoints, works, &mut window, state, false)?;
             state
         }
@@ -1306,7 +1383,15 @@ fn solve_pair(
             work.changed.end_step();
         }
         let io = io_now(&window);
-        progress(Progress::Step { depth_plies: depth, decided: state.decided, groups_visited, groups, io });
+        let groups_sparse = works.iter().flat_map(|w| &w.groups).filter(|g| g.sparse_layouts > 0).count() as u64;
+        progress(Progress::Step {
+            depth_plies: depth,
+            decided: state.decided,
+            groups_visited,
+            groups,
+            groups_sparse,
+            io,
+        });
         state.quiet_steps = if new == 0 { state.quiet_steps + 1 } else { 0 };
         state.steps_done = state.quiet_steps >= 2 && depth >= state.pending_plies;
         record_pair(&mut checkpoints, works, &mut window, state, state.steps_done)?;

@@ -16,6 +16,7 @@ use super::disk::{AlignedBuf, DiskIo};
 use super::entries::{self, Unpacker};
 use super::lanes::{Lane, LaneLayout, SegmentMap, carve_mut};
 use super::schedule::MoverSlices;
+use super::sparse::{self, Base, GroupWords, Pick};
 use super::{FinishedMaterial, IO_BLOCKS, IoTotals, Own, SolveError, Work};
 use crate::blockio::FileId;
 use crate::index::{Material, MaterialIndex};
@@ -112,7 +113,8 @@ impl Window {
 
     /// Brings the segments of `batch` into the first window: reads the
     /// plane lanes `lanes`, zeroes the others, and loads the values as
-    /// `values` says. Returns the plane and value maps.
+    /// `values` says. With the sparse lanes, a sparse group's records are
+    /// laid over the dense segments read. Returns the plane and value maps.
     pub fn load(
         &mut self,
         disk: &mut DiskIo,
@@ -123,6 +125,11 @@ impl Window {
         let reads = |lane: Lane, _: usize| lanes.contains(&lane);
         let (pm, vm, mut requests) = self.owns[0].plan_load(work, batch, (&reads, values), &mut self.io);
         disk.read_many(&mut requests)?;
+        drop(requests);
+        if lanes.contains(&Lane::SparseWon) {
+            debug_assert!(lanes.contains(&Lane::SparseRest), "records are read whole");
+            self.owns[0].unpack_sparse(work, &pm, Base::Dense)?;
+        }
         Ok((pm, vm))
     }
 
@@ -167,8 +174,20 @@ impl OwnBuffers {
             v_at += v_len;
         }
         let mut requests = Vec::new();
+        // A sparse group's records are read into its `due` (`SparseWon`)
+        // and `fresh` (`SparseRest`) segments, which `unpack_sparse` lays
+        // over its planes and clears.
+        let sparse_read = |lane: Lane, g: usize| {
+            let listed = work.groups[g].sparse_layouts;
+            let bytes = match lane {
+                Lane::Fresh => sparse::rest_bytes(listed),
+                _ => sparse::won_bytes(listed),
+            };
+            let sparse_lane = if lane == Lane::Fresh { Lane::SparseRest } else { Lane::SparseWon };
+            (listed > 0 && reads(sparse_lane, g)).then_some((sparse_lane, bytes))
+        };
         let buffers = self.planes.iter_mut().zip(WINDOW_LANES).chain([(&mut self.values, Lane::Values)]);
-        for (buffer, lane) in buffers {
+        for (buffer, lane) in buffers.chain([(&mut self.due, Lane::SparseWon)]) {
             let (ranges, layout) =
                 if lane == Lane::Values { (&value_bytes, &work.values) } else { (&plane_bytes, &work.planes) };
             let segments = carve_mut(buffer.bytes_mut(), ranges.iter().cloned());
@@ -176,6 +195,18 @@ impl OwnBuffers {
                 let read = match (lane, values) {
                     (Lane::Values, ValueSegments::Zeroed) => Some(false),
                     (Lane::Values, ValueSegments::Untouched) => None,
+                    (Lane::Fresh | Lane::SparseWon, _) => match sparse_read(lane, g) {
+                        Some((sparse_lane, bytes)) => {
+                            let (records, rest) = into.split_at_mut(bytes);
+                            rest.fill(0);
+                            io.bytes_read += bytes as u64;
+                            let span = work.planes.segment(g).start..work.planes.segment(g).start + bytes as u64;
+                            requests.push((work.files().read_file(sparse_lane, g), span, records));
+                            continue;
+                        }
+                        // `due` is filled by `fill_due`.
+                        None => (lane == Lane::Fresh).then_some(false),
+                    },
                     _ => Some(reads(lane, g)),
                 };
                 match read {
@@ -189,6 +220,85 @@ impl OwnBuffers {
             }
         }
         (Packed { entries: plane_entries }, Packed { entries: value_entries }, requests)
+    }
+
+    /// Lays the records of the sparse groups of a loaded batch over their
+    /// planes (`base`: over holes for a step, over the dense segments read
+    /// for finishing), then clears the `due` and `fresh` segments they
+    /// were read into.
+    pub fn unpack_sparse(&mut self, work: &Work, plane_map: &Packed, base: Base) -> Result<(), SolveError> {
+        let [won, lost, fresh, capture, held] = &mut self.planes[..] else {
+            unreachable!("a window has five plane lanes")
+        };
+        for (g, range) in &plane_map.entries {
+            let listed = work.groups[*g].sparse_layouts;
+            if listed == 0 {
+                continue;
+            }
+            // The records were read into the padded segments.
+            let padded = range.start..range.start + padded_len(&work.planes, *g) as usize / 4;
+            let won_in = &mut self.due.words_mut()[padded.clone()];
+            let rest_in = &mut fresh.words_mut()[padded];
+            let own = GroupWords {
+                won: &mut won.words_mut()[range.clone()],
+                lost: &mut lost.words_mut()[range.clone()],
+                capture: &mut capture.words_mut()[range.clone()],
+                held: &mut held.words_mut()[range.clone()],
+            };
+            if sparse::scatter(won_in, rest_in, listed, own, base).is_err() {
+                return Err(work
+                    .files()
+                    .damaged(Lane::SparseWon, *g, "sparse records out of order or beyond the group")
+                    .into());
+            }
+            won_in.fill(0);
+            rest_in.fill(0);
+        }
+        Ok(())
+    }
+
+    /// Queues writes of the records (`lanes`: `SparseWon`, `SparseRest` or
+    /// both) of the given groups, each picked as `pick` says, with the
+    /// number of layouts it must list. The records are gathered in the
+    /// groups' `due` and `fresh` segments, free once a batch is computed
+    /// and logged.
+    pub fn store_sparse(
+        &mut self,
+        disk: &mut DiskIo,
+        work: &Work,
+        plane_map: &Packed,
+        groups: &[(usize, Pick, u32)],
+        lanes: &[Lane],
+        io: &mut IoTotals,
+    ) -> Result<(), SolveError> {
+        let [won, lost, fresh, capture, held] = &mut self.planes[..] else {
+            unreachable!("a window has five plane lanes")
+        };
+        for &(g, pick, expected) in groups {
+            let range = plane_map.elements(g);
+            let own = [&*won, &*lost, &*capture, &*held].map(|plane| &plane.words()[range.clone()]);
+            // Records and their padding go to the padded segments.
+            let padded = range.start..range.start + padded_len(&work.planes, g) as usize / 4;
+            let byte_range = padded.start * 4..padded.end * 4;
+            let won_out = &mut self.due.words_mut()[padded.clone()];
+            let rest_out = &mut fresh.words_mut()[padded];
+            let listed = sparse::gather(own, pick, won_out, rest_out);
+            // A record missing or extra would leave a layout's words wrong
+            // for the rest of the pair.
+            assert_eq!(listed, expected, "group {g} lists the layouts it listed before");
+            let segment_start = work.planes.segment(g).start;
+            for &lane in lanes {
+                let (from, bytes) = match lane {
+                    Lane::SparseWon => (&self.due, sparse::won_bytes(listed)),
+                    Lane::SparseRest => (&*fresh, sparse::rest_bytes(listed)),
+                    _ => unreachable!("only the sparse lanes hold records"),
+                };
+                let from = &from.bytes()[byte_range.start..byte_range.start + bytes];
+                disk.write(work.files().write_file(lane, g), segment_start, from)?;
+                io.bytes_written += bytes as u64;
+            }
+        }
+        Ok(())
     }
 
     /// Queues writes of `lanes` of the segments of the groups for which
@@ -228,6 +338,51 @@ impl OwnBuffers {
         }
         debug_assert!(!lanes.contains(&Lane::Values), "values have no work file; finishing packs them");
         debug_assert!(!lanes.contains(&Lane::Fresh), "fresh has no work file; the decision log holds it");
+        Ok(())
+    }
+
+    /// Lays the `SparseWon` records of the sparse groups among `groups` of
+    /// `target` over their `won` words in a loss step's landing slice
+    /// (`words`, from lane byte `slice_start` on). The records are read into
+    /// this window's `due` buffer, in rounds of as many as fit, and it is
+    /// left cleared: call before `fill_due`.
+    pub fn patch_landing_won(
+        &mut self,
+        disk: &mut DiskIo,
+        target: &Work,
+        groups: Range<usize>,
+        (slice_start, words): (u64, &mut [u32]),
+        io: &mut IoTotals,
+    ) -> Result<(), SolveError> {
+        let sparse: Vec<(usize, u32)> =
+            groups.map(|g| (g, target.groups[g].sparse_layouts)).filter(|&(_, listed)| listed > 0).collect();
+        let capacity = self.due.len();
+        let mut used = 0;
+        for round in rounds(&sparse, capacity) {
+            let ranges = round.iter().map(|(_, bytes)| bytes.clone());
+            let parts = carve_mut(self.due.bytes_mut(), ranges);
+            let mut requests: Vec<ReadRequest> = round
+                .iter()
+                .zip(parts)
+                .map(|(((g, _), bytes), into)| {
+                    let start = target.planes.segment(*g).start;
+                    (target.files().read_file(Lane::SparseWon, *g), start..start + bytes.len() as u64, into)
+                })
+                .collect();
+            disk.read_many(&mut requests)?;
+            for ((g, listed), bytes) in round {
+                io.bytes_read += bytes.len() as u64;
+                used = used.max(bytes.end);
+                let records = &self.due.words()[bytes.start / 4..bytes.end / 4];
+                let at = ((target.planes.segment(g).start - slice_start) / 4) as usize;
+                let layouts = target.index.groups()[g].layouts as usize;
+                if sparse::patch_won(records, listed, &mut words[at..at + layouts]).is_err() {
+                    let what = "sparse records out of order or beyond the group";
+                    return Err(target.files().damaged(Lane::SparseWon, g, what).into());
+                }
+            }
+        }
+        self.due.bytes_mut()[..used].fill(0);
         Ok(())
     }
 
@@ -299,6 +454,28 @@ impl OwnBuffers {
             next_event: &mut [],
         }
     }
+}
+
+/// A round of sparse groups' records read together: (group, records) and
+/// the byte range of the buffer they are read into.
+type RecordRound = Vec<((usize, u32), Range<usize>)>;
+
+/// Splits sparse groups (group, records) into rounds whose `SparseWon`
+/// records fit `capacity` bytes.
+fn rounds(groups: &[(usize, u32)], capacity: usize) -> Vec<RecordRound> {
+    let mut out: Vec<RecordRound> = Vec::new();
+    let mut at = 0;
+    for &(g, listed) in groups {
+        let bytes = sparse::won_bytes(listed);
+        assert!(bytes <= capacity, "a group's records fit its plane segment, which fits a window");
+        if out.is_empty() || at + bytes > capacity {
+            out.push(Vec::new());
+            at = 0;
+        }
+        out.last_mut().expect("pushed above").push(((g, listed), at..at + bytes));
+        at += bytes;
+    }
+    out
 }
 
 /// A job's plane and value maps, where its landing slice was put (lane

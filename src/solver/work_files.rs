@@ -29,8 +29,11 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 /// The plane lanes stored in work files, in slot-bit order: bit `i` of a
 /// group's slot byte is the slot of lane `STORED_PLANES[i]`. (`fresh` is
-/// not stored: the decision log holds it, see `decision_log`.)
-pub(super) const STORED_PLANES: [Lane; 4] = [Lane::Won, Lane::Lost, Lane::Capture, Lane::Held];
+/// not stored: the decision log holds it, see `decision_log`.) The sparse
+/// lanes hold records of the groups that turned sparse (`sparse`), laid
+/// out like a plane.
+pub(super) const STORED_PLANES: [Lane; 6] =
+    [Lane::Won, Lane::Lost, Lane::Capture, Lane::Held, Lane::SparseWon, Lane::SparseRest];
 
 /// Every plane lane's bit of a slot byte.
 const ALL_SLOT_BITS: u8 = (1 << STORED_PLANES.len()) - 1;
@@ -185,6 +188,13 @@ impl MaterialFiles {
         self.planes[bit.trailing_zeros() as usize][(slot != 0) as usize].1
     }
 
+    /// The error for damaged records in group `g`'s segment of `lane`.
+    pub fn damaged(&self, lane: Lane, g: usize, what: &'static str) -> DiskError {
+        let slot = self.live[g].load(Ordering::Relaxed) & plane_bit(lane) != 0;
+        let path = self.planes[plane_bit(lane).trailing_zeros() as usize][slot as usize].0.path().to_path_buf();
+        DiskError::Damaged { path, what }
+    }
+
     /// The work directory the files are in.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -242,7 +252,8 @@ impl MaterialFiles {
     }
 
     /// The pair's steps are over and recorded so: finishing reads `won`,
-    /// `lost` and the decision log only (a resumed run too), so `capture`,
+    /// `lost`, the sparse records and the decision log only (a resumed run
+    /// too), so `capture`,
     /// `held` and the capture schedule give their disk back now. The files
     /// stay, at their sizes, reading as zeros, so a resumed run opens them
     /// as before.

@@ -1,0 +1,288 @@
+//! Sparse own planes: a streamed group whose undecided layouts have become
+//! few keeps its own `won`, `lost`, `capture` and `held` words for those
+//! layouts only, so that a step reads and writes a few bytes per undecided
+//! layout instead of 8 to 16 per layout of the group.
+//!
+//! Owns the record format and the rule for when a group turns sparse; knows
+//! nothing of files, windows or steps.
+//!
+//! A group turns sparse at a loss step (the only step that holds all four
+//! planes in its window) once at most 1 in [`MAX_UNDECIDED_SHARE`] of its
+//! layouts has an undecided state. The layouts listed then stay listed for
+//! the rest of the pair, decided or not: the group's dense `won` and `lost`
+//! segments, written last at that step, stay as they were, and its words
+//! now are those segments with the listed layouts' words laid over them
+//! (what finishing and a loss step's landing `won` need). Steps do not read
+//! the dense segments at all: every layout not listed was decided, so they
+//! fill its words as a hole's (`won` and `lost` all set), which no kernel
+//! decides anything in, and which no listed layout can look like (its
+//! `won` and `lost` are disjoint).
+//!
+//! Records live in two stored lanes laid out like a plane (so a group's
+//! records fit its plane segment, see [`converts`]): `SparseWon` holds
+//! (layout number, `won`) pairs in increasing layout order, `SparseRest`
+//! (`lost`, `capture`, `held`) triples in the same order. Win steps write
+//! only the first, loss steps only the second, so a loss step can read the
+//! landing groups' `won` records while it rewrites its own others.
+
+use super::lanes::SEGMENT_ALIGN_BYTES;
+use crate::rules::ALL_CARD_STATES;
+
+/// A group turns sparse once at most one layout in this many has an
+/// undecided state. Then a step's own reads are at most 20 / 5 = 4 bytes
+/// per layout of the group (a dense loss step reads 16, a win step 8), and
+/// a loss step of the mirror reads at most 8 / 5 more per layout on top of
+/// the landing `won` segment's 4. Turning earlier would keep more layouts
+/// listed for the rest of the pair.
+pub(super) const MAX_UNDECIDED_SHARE: u64 = 5;
+
+/// Words per layout of a `SparseWon` record: layout number, `won`.
+const WON_WORDS: usize = 2;
+/// Words per layout of a `SparseRest` record: `lost`, `capture`, `held`.
+const REST_WORDS: usize = 3;
+
+/// Bytes of a group's `SparseWon` records as read and written (padded for
+/// O_DIRECT).
+pub(super) fn won_bytes(listed: u32) -> usize {
+    (listed as usize * WON_WORDS * 4).next_multiple_of(SEGMENT_ALIGN_BYTES as usize)
+}
+
+/// Bytes of a group's `SparseRest` records as read and written.
+pub(super) fn rest_bytes(listed: u32) -> usize {
+    (listed as usize * REST_WORDS * 4).next_multiple_of(SEGMENT_ALIGN_BYTES as usize)
+}
+
+/// Does a group of `layouts` layouts whose plane segment is `segment_bytes`
+/// (padded) turn sparse with `listed` undecided layouts? Only if its
+/// records fit the segment, which the rule's share guarantees but for
+/// padding.
+pub(super) fn converts(listed: u64, layouts: u64, segment_bytes: u64) -> bool {
+    listed > 0 && listed * MAX_UNDECIDED_SHARE <= layouts && u32::try_from(listed).is_ok_and(|n| fits(n, segment_bytes))
+}
+
+/// Do `listed` records fit a plane segment of `segment_bytes`? (A
+/// checkpoint's counts are checked with this before they are used.)
+pub(super) fn fits(listed: u32, segment_bytes: u64) -> bool {
+    won_bytes(listed).max(rest_bytes(listed)) as u64 <= segment_bytes
+}
+
+/// Layouts with an undecided state.
+pub(super) fn undecided_layouts(won: &[u32], lost: &[u32]) -> u64 {
+    won.iter().zip(lost).filter(|&(w, l)| !(w | l) & ALL_CARD_STATES != 0).count() as u64
+}
+
+/// One group's own plane words in a window.
+pub(super) struct GroupWords<'a> {
+    pub won: &'a mut [u32],
+    pub lost: &'a mut [u32],
+    pub capture: &'a mut [u32],
+    pub held: &'a mut [u32],
+}
+
+/// Which layouts a group's records list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Pick {
+    /// The group turns sparse now: its layouts with an undecided state.
+    Undecided,
+    /// The group is sparse: the layouts its records list, which are the
+    /// ones a step's window does not hold as holes.
+    Listed,
+}
+
+/// Writes the records of the layouts `pick` picks into `won_out` and
+/// `rest_out` (at least [`won_bytes`] and [`rest_bytes`] long; the padding
+/// is zeroed) and returns how many there are.
+/// `own` is the group's `won`, `lost`, `capture` and `held` words.
+pub(super) fn gather(own: [&[u32]; 4], pick: Pick, won_out: &mut [u32], rest_out: &mut [u32]) -> u32 {
+    let [own_won, own_lost, own_capture, own_held] = own;
+    let mut listed = 0usize;
+    for n in 0..own_won.len() {
+        let (won, lost) = (own_won[n], own_lost[n]);
+        let picked = match pick {
+            Pick::Undecided => !(won | lost) & ALL_CARD_STATES != 0,
+            Pick::Listed => !(won == ALL_CARD_STATES && lost == ALL_CARD_STATES),
+        };
+        if !picked {
+            continue;
+        }
+        won_out[WON_WORDS * listed..WON_WORDS * (listed + 1)].copy_from_slice(&[n as u32, won]);
+        rest_out[REST_WORDS * listed..REST_WORDS * (listed + 1)].copy_from_slice(&[lost, own_capture[n], own_held[n]]);
+        listed += 1;
+    }
+    let listed = u32::try_from(listed).expect("a group's layouts fit u32");
+    won_out[WON_WORDS * listed as usize..won_bytes(listed) / 4].fill(0);
+    rest_out[REST_WORDS * listed as usize..rest_bytes(listed) / 4].fill(0);
+    listed
+}
+
+/// What the words of the layouts the records do not list are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Base {
+    /// Holes (decided; what steps work with): `won` and `lost` all set,
+    /// `capture` and `held` clear.
+    Holes,
+    /// As they are: the dense segments, read (finishing).
+    Dense,
+}
+
+/// Records that do not make sense: layout numbers out of order or beyond
+/// the group. Only damaged work files hold such.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct BadRecords;
+
+/// Lays the `listed` records in `won_in` and `rest_in` over a group's
+/// words, with the others as `base` says.
+pub(super) fn scatter(
+    won_in: &[u32],
+    rest_in: &[u32],
+    listed: u32,
+    own: GroupWords,
+    base: Base,
+) -> Result<(), BadRecords> {
+    if base == Base::Holes {
+        own.won.fill(ALL_CARD_STATES);
+        own.lost.fill(ALL_CARD_STATES);
+        own.capture.fill(0);
+        own.held.fill(0);
+    }
+    let records = won_in[..WON_WORDS * listed as usize].chunks_exact(WON_WORDS);
+    let rests = rest_in[..REST_WORDS * listed as usize].chunks_exact(REST_WORDS);
+    let mut next = 0usize;
+    for (record, rest) in records.zip(rests) {
+        let n = record[0] as usize;
+        let (won, lost) = (record[1], rest[0]);
+        if n < next || n >= own.won.len() || won & lost != 0 || (won | lost) & !ALL_CARD_STATES != 0 {
+            return Err(BadRecords);
+        }
+        next = n + 1;
+        own.won[n] = won;
+        own.lost[n] = lost;
+        own.capture[n] = rest[1];
+        own.held[n] = rest[2];
+    }
+    Ok(())
+}
+
+/// Lays the `won` words of `listed` records over a group's `won` segment
+/// (a loss step's landing `won`).
+pub(super) fn patch_won(won_in: &[u32], listed: u32, won: &mut [u32]) -> Result<(), BadRecords> {
+    let mut next = 0usize;
+    for record in won_in[..WON_WORDS * listed as usize].chunks_exact(WON_WORDS) {
+        let n = record[0] as usize;
+        if n < next || n >= won.len() || record[1] & !ALL_CARD_STATES != 0 {
+            return Err(BadRecords);
+        }
+        next = n + 1;
+        won[n] = record[1];
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A group of `len` layouts: holes, decided layouts and undecided ones.
+    fn group(len: usize) -> [Vec<u32>; 4] {
+        let layout = |n: usize| {
+            let (won, lost) = match n % 7 {
+                0 => (ALL_CARD_STATES, ALL_CARD_STATES),
+                1 => (ALL_CARD_STATES, 0),
+                2 => (0x0F0F_0F0F & ALL_CARD_STATES, !0x0F0F_0F0F & ALL_CARD_STATES),
+                3 => (0x3 << (n % 20), 0x4 << (n % 20)),
+                _ => (0, n as u32 & 0xFF),
+            };
+            let capture = (n as u32).wrapping_mul(0x9E37_79B9) & ALL_CARD_STATES & !(won | lost);
+            [won, lost, capture, capture & 0x5555_5555]
+        };
+        let layouts: Vec<[u32; 4]> = (0..len).map(layout).collect();
+        [0, 1, 2, 3].map(|plane| layouts.iter().map(|words| words[plane]).collect())
+    }
+
+    fn refs(words: &[Vec<u32>; 4]) -> [&[u32]; 4] {
+        [&words[0], &words[1], &words[2], &words[3]]
+    }
+
+    fn view(words: &mut [Vec<u32>; 4]) -> GroupWords<'_> {
+        let [won, lost, capture, held] = words;
+        GroupWords { won, lost, capture, held }
+    }
+
+    #[test]
+    fn records_round_trip_over_holes_and_over_the_dense_segments() {
+        let len = 3000;
+        let before = group(len);
+        let undecided = undecided_layouts(&before[0], &before[1]);
+        let words = before.clone();
+        let (mut won_out, mut rest_out) = (vec![7; 2 * len + 1024], vec![7; 3 * len + 1024]);
+        let listed = gather(refs(&words), Pick::Undecided, &mut won_out, &mut rest_out);
+        assert_eq!(listed as u64, undecided);
+        assert!(won_out[2 * listed as usize..won_bytes(listed) / 4].iter().all(|&w| w == 0));
+
+        // Over holes: listed layouts as they were, the others holes.
+        let mut steps = group(len);
+        scatter(&won_out, &rest_out, listed, view(&mut steps), Base::Holes).unwrap();
+        for n in 0..len {
+            let is_listed = !(before[0][n] | before[1][n]) & ALL_CARD_STATES != 0;
+            if is_listed {
+                assert_eq!([steps[0][n], steps[1][n], steps[2][n], steps[3][n]], [0, 1, 2, 3].map(|i| before[i][n]));
+            } else {
+                assert_eq!(
+                    [steps[0][n], steps[1][n], steps[2][n], steps[3][n]],
+                    [ALL_CARD_STATES, ALL_CARD_STATES, 0, 0]
+                );
+            }
+        }
+        // Listed again from the holes' view: the same records, even for a
+        // listed layout decided since.
+        steps[0][4] = ALL_CARD_STATES;
+        steps[1][4] = 0;
+        let (mut again_won, mut again_rest) = (vec![0; 2 * len + 1024], vec![0; 3 * len + 1024]);
+        assert_eq!(gather(refs(&steps), Pick::Listed, &mut again_won, &mut again_rest), listed);
+        assert_eq!(again_won[..4], [3, won_out[1], 4, ALL_CARD_STATES]);
+
+        // Over the dense segments: the words now.
+        let mut dense = before.clone();
+        scatter(&again_won, &again_rest, listed, view(&mut dense), Base::Dense).unwrap();
+        let mut expected = before.clone();
+        expected[0][4] = ALL_CARD_STATES;
+        expected[1][4] = 0;
+        assert_eq!(dense, expected);
+        let mut won = before[0].clone();
+        patch_won(&again_won, listed, &mut won).unwrap();
+        assert_eq!(won, expected[0]);
+    }
+
+    #[test]
+    fn damaged_records_are_refused() {
+        let len = 100;
+        let words = group(len);
+        let (mut won_out, mut rest_out) = (vec![0; 2 * len + 1024], vec![0; 3 * len + 1024]);
+        let listed = gather(refs(&words), Pick::Undecided, &mut won_out, &mut rest_out);
+        assert!(listed >= 2);
+        let mut out_of_order = won_out.clone();
+        out_of_order.swap(0, 2);
+        let mut beyond = won_out.clone();
+        beyond[2 * (listed as usize - 1)] = len as u32;
+        let mut overlapping = rest_out.clone();
+        overlapping[0] = won_out[1] | 1;
+        won_out[1] |= 1;
+        for (won, rest) in [(&out_of_order, &rest_out), (&beyond, &rest_out), (&won_out, &overlapping)] {
+            let mut target = group(len);
+            assert_eq!(scatter(won, rest, listed, view(&mut target), Base::Holes), Err(BadRecords));
+        }
+        assert_eq!(patch_won(&out_of_order, listed, &mut vec![0; len]), Err(BadRecords));
+        assert_eq!(patch_won(&beyond, listed, &mut vec![0; len]), Err(BadRecords));
+    }
+
+    #[test]
+    fn a_group_turns_sparse_only_with_few_undecided_layouts_that_fit_its_segment() {
+        let segment = (1000u64 * 4).next_multiple_of(SEGMENT_ALIGN_BYTES);
+        assert!(converts(200, 1000, segment));
+        assert!(!converts(201, 1000, segment));
+        assert!(!converts(0, 1000, segment));
+        // Padding: 1 record takes a whole 4 KiB block.
+        assert!(converts(1, 10, 4096));
+        assert!(fits(341, 4096) && !fits(342, 4096));
+    }
+}
