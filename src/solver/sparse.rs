@@ -29,12 +29,15 @@ use super::lanes::SEGMENT_ALIGN_BYTES;
 use crate::rules::ALL_CARD_STATES;
 
 /// A group turns sparse once at most one layout in this many has an
-/// undecided state. Then a step's own reads are at most 20 / 5 = 4 bytes
+/// undecided state. Then a step's own reads are at most 20 / 8 = 2.5 bytes
 /// per layout of the group (a dense loss step reads 16, a win step 8), and
-/// a loss step of the mirror reads at most 8 / 5 more per layout on top of
-/// the landing `won` segment's 4. Turning earlier would keep more layouts
-/// listed for the rest of the pair.
-pub(super) const MAX_UNDECIDED_SHARE: u64 = 5;
+/// a loss step of the mirror reads at most 1 more per layout on top of the
+/// landing `won` segment's 4. The layouts listed then stay listed for the
+/// rest of the pair, so turning earlier costs later steps. At 6 men with
+/// `--mem 32MiB` the work files' reads + writes were (GiB) 33.6 at 3, 28.9
+/// at 5, 27.4 at 8, 27.3 at 12, 28.2 at 20 (docs/BENCHMARKS.md); 49.2
+/// with no sparse groups.
+pub(super) const MAX_UNDECIDED_SHARE: u64 = 8;
 
 /// Words per layout of a `SparseWon` record: layout number, `won`.
 const WON_WORDS: usize = 2;
@@ -278,8 +281,8 @@ mod tests {
     #[test]
     fn a_group_turns_sparse_only_with_few_undecided_layouts_that_fit_its_segment() {
         let segment = (1000u64 * 4).next_multiple_of(SEGMENT_ALIGN_BYTES);
-        assert!(converts(200, 1000, segment));
-        assert!(!converts(201, 1000, segment));
+        assert!(converts(125, 1000, segment));
+        assert!(!converts(126, 1000, segment));
         assert!(!converts(0, 1000, segment));
         // Padding: 1 record takes a whole 4 KiB block.
         assert!(converts(1, 10, 4096));
