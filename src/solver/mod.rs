@@ -911,11 +911,13 @@ fn step(
             // every layout's `fresh`, so it need not read it, and a win step
             // uses it for its new wins. `capture` changes only where an
             // event is due.
-            // A sparse group's planes are its records (all of them).
+            // A sparse group's planes are its records (all of them); one
+            // that relists reads its dense `won` and `lost` too.
             let win_step = depth % 2 == 1;
             let sparse = |g: usize| this_ref.groups[g].sparse_layouts > 0;
+            let relisting = |g: usize| win_step && sparse::relists(this_ref.groups[g]);
             let read = |lane: Lane, g: usize| match lane {
-                Lane::Won | Lane::Lost => !sparse(g),
+                Lane::Won | Lane::Lost => !sparse(g) || relisting(g),
                 Lane::Capture => !sparse(g) && (!win_step || due(g)),
                 Lane::Held => !sparse(g) && !win_step,
                 Lane::SparseWon | Lane::SparseRest => true,
@@ -981,7 +983,7 @@ fn step(
                 let (maps, at, (mut requests, fill)) = reads.plan(own, slice.as_deref_mut(), &jobs[k], io);
                 window::fetch(disk, (&mut requests, fill), from_log, &mut io.bytes_read)?;
                 drop(requests);
-                own.unpack_sparse(this_ref, &maps.0, Base::Holes)?;
+                own.unpack_sparse(this_ref, &maps.0, |g| if relisting(g) { Base::Dense } else { Base::Holes })?;
                 // A loss step's landing `won` of sparse groups is their
                 // dense segment with their records laid over it.
                 if let (false, Some(slice), Some((start, len))) = (win_step, slice, at) {
@@ -996,15 +998,19 @@ fn step(
             // not written at all: a loss step's new losses are its chunks in
             // the decision log, which the next win step reads.)
             // A sparse group stores the records the step writes (a win
-            // step `SparseWon`, a loss step `SparseRest`); a group turning
-            // sparse stores its dense `lost` (its dense `won` is current
-            // already) and all its records.
+            // step `SparseWon`, a loss step `SparseRest`). A group turning
+            // sparse in a loss step stores its dense `lost` (its dense
+            // `won` is current already) and all its records; one relisting
+            // in a win step, its dense `won` and `lost` and all its records
+            // (none if it has nothing left undecided: it is dense again).
             let store =
                 |own: &mut OwnBuffers, (pm, changed, turning): &Computed, disk: &mut DiskIo, io: &mut IoTotals| {
+                    let is_turning = |g: usize| turning.binary_search_by_key(&g, |t| t.0).is_ok();
                     let dense = |g: usize| changed.contains(&g) && !sparse(g);
-                    let staying_dense = |g: usize| dense(g) && turning.binary_search_by_key(&g, |t| t.0).is_err();
+                    let staying_dense = |g: usize| dense(g) && !is_turning(g);
                     if win_step {
                         own.store(disk, this_ref, pm, &[Lane::Won], dense, io)?;
+                        own.store(disk, this_ref, pm, &[Lane::Won, Lane::Lost], is_turning, io)?;
                     } else {
                         own.store(disk, this_ref, pm, &[Lane::Lost], dense, io)?;
                         own.store(disk, this_ref, pm, &[Lane::Held], staying_dense, io)?;
@@ -1013,18 +1019,22 @@ fn step(
                     }
                     let listed: Vec<(usize, Pick, u32)> = changed
                         .iter()
-                        .filter(|&&g| sparse(g))
+                        .filter(|&&g| sparse(g) && !is_turning(g))
                         .map(|&g| (g, Pick::Listed, this_ref.groups[g].sparse_layouts))
                         .collect();
                     let lane = if win_step { Lane::SparseWon } else { Lane::SparseRest };
                     own.store_sparse(disk, this_ref, pm, &listed, &[lane], io)?;
-                    let turning: Vec<(usize, Pick, u32)> =
-                        turning.iter().map(|&(g, listed)| (g, Pick::Undecided, listed)).collect();
+                    let turning: Vec<(usize, Pick, u32)> = turning
+                        .iter()
+                        .filter(|&&(_, listed)| listed > 0)
+                        .map(|&(g, listed)| (g, Pick::Undecided, listed))
+                        .collect();
                     own.store_sparse(disk, this_ref, pm, &turning, &[Lane::SparseWon, Lane::SparseRest], io)?;
                     Ok::<(), SolveError>(())
                 };
-            // Groups that turn sparse in this step, (group, records): they
-            // are stored so in the step and are sparse from the next on.
+            // Groups that turn sparse or relist in this step, (group,
+            // records): they are stored so in the step, and are so from the
+            // next on.
             let mut turned: Vec<(usize, u32)> = Vec::new();
             // Lane byte offset and length of the slice each buffer holds.
             let mut slice_at = vec![(0u64, 0usize); stages];
@@ -1091,7 +1101,11 @@ fn step(
                 // Groups the step left as they were need no writing.
                 let changed: BTreeSet<usize> =
                     units.iter().zip(&reports).filter(|(_, r)| r.modified).map(|(u, _)| u.0).collect();
-                let turning = if win_step { Vec::new() } else { turning_sparse(this_ref, &owns[w], &pm, &changed) };
+                let turning = if win_step {
+                    relisted(this_ref, &owns[w], &pm, &jobs[k].1)
+                } else {
+                    turning_sparse(this_ref, &owns[w], &pm, &changed)
+                };
                 turned.extend(&turning);
                 if stages == 2 {
                     unstored = Some((pm, changed, turning));
@@ -1186,6 +1200,22 @@ fn turning_sparse(work: &Work, own: &OwnBuffers, plane_map: &Packed, changed: &B
             let listed = sparse::undecided_layouts(&won[range.clone()], &lost[range.clone()]);
             let fits = sparse::converts(listed, range.len() as u64, window::padded_len(&work.planes, g));
             fits.then_some((g, listed as u32))
+        })
+        .collect()
+}
+
+/// The groups of a win step's job (`batch`, computed in `own`) that
+/// relist, with how many layouts they list now (0: none left undecided).
+fn relisted(work: &Work, own: &OwnBuffers, plane_map: &Packed, batch: &[usize]) -> Vec<(usize, u32)> {
+    let candidates: Vec<usize> = batch.iter().copied().filter(|&g| sparse::relists(work.groups[g])).collect();
+    let (won, lost) = (own.plane(Lane::Won), own.plane(Lane::Lost));
+    candidates
+        .par_iter()
+        .map(|&g| {
+            let range = plane_map.elements(g);
+            let listed = sparse::undecided_layouts(&won[range.clone()], &lost[range.clone()]);
+            debug_assert!(listed * sparse::RELIST_SHARE <= work.groups[g].sparse_layouts as u64);
+            (g, listed as u32)
         })
         .collect()
 }

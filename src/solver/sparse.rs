@@ -3,13 +3,14 @@
 //! layouts only, so that a step reads and writes a few bytes per undecided
 //! layout instead of 8 to 16 per layout of the group.
 //!
-//! Owns the record format and the rule for when a group turns sparse; knows
-//! nothing of files, windows or steps.
+//! Owns the record format and the rules for when a group turns sparse and
+//! relists; knows nothing of files, windows or steps.
 //!
 //! A group turns sparse at a loss step (the only step that holds all four
 //! planes in its window) once at most 1 in [`MAX_UNDECIDED_SHARE`] of its
-//! layouts has an undecided state. The layouts listed then stay listed for
-//! the rest of the pair, decided or not: the group's dense `won` and `lost`
+//! layouts has an undecided state. The layouts listed then stay listed,
+//! decided or not, until the group relists at a win step with the dense
+//! planes read ([`RELIST_SHARE`]): the group's dense `won` and `lost`
 //! segments, written last at that step, stay as they were, and its words
 //! now are those segments with the listed layouts' words laid over them
 //! (what finishing and a loss step's landing `won` need). Steps do not read
@@ -29,15 +30,31 @@ use super::lanes::SEGMENT_ALIGN_BYTES;
 use crate::rules::ALL_CARD_STATES;
 
 /// A group turns sparse once at most one layout in this many has an
-/// undecided state. Then a step's own reads are at most 20 / 8 = 2.5 bytes
+/// undecided state. Then a step's own reads are at most 20 / 4 = 5 bytes
 /// per layout of the group (a dense loss step reads 16, a win step 8), and
-/// a loss step of the mirror reads at most 1 more per layout on top of the
-/// landing `won` segment's 4. The layouts listed then stay listed for the
-/// rest of the pair, so turning earlier costs later steps. At 6 men with
-/// `--mem 32MiB` the work files' reads + writes were (GiB) 33.6 at 3, 28.9
-/// at 5, 27.4 at 8, 27.3 at 12, 28.2 at 20 (docs/BENCHMARKS.md); 49.2
-/// with no sparse groups.
-pub(super) const MAX_UNDECIDED_SHARE: u64 = 8;
+/// a loss step of the mirror reads at most 2 more per layout on top of the
+/// landing `won` segment's 4. The layouts listed then stay listed until
+/// the group relists ([`RELIST_SHARE`]). Work files read + written at 6 men
+/// with `--mem 32MiB` (GiB, docs/BENCHMARKS.md): without relisting 33.6 at
+/// 3, 28.9 at 5, 27.4 at 8, 27.3 at 12, 28.2 at 20; with it 23.8 at 3,
+/// 23.8 at 4, 24.1 at 5, 25.2 at 8; 49.2 with no sparse groups.
+pub(super) const MAX_UNDECIDED_SHARE: u64 = 4;
+
+/// A sparse group relists at a win step once its undecided states are at
+/// most one in this many of its listed layouts (so its list shrinks at
+/// least this many times): the step reads its dense `won` and `lost` (8
+/// bytes per layout) besides its records and writes them back with the
+/// records of its undecided layouts only. That costs 16 bytes per layout
+/// once; each later pair of steps then reads and writes 48 bytes less per
+/// layout dropped from the list. At 6 men with `--mem 32MiB` the work
+/// files' reads + writes were 25.4 GiB at 2, 25.2 at 4, 25.2 at 8 (with
+/// groups turning sparse at 1 in 8).
+pub(super) const RELIST_SHARE: u64 = 4;
+
+/// Does a group relist at this win step (if visited)?
+pub(super) fn relists(group: super::GroupState) -> bool {
+    group.sparse_layouts > 0 && group.undecided * RELIST_SHARE <= group.sparse_layouts as u64
+}
 
 /// Words per layout of a `SparseWon` record: layout number, `won`.
 const WON_WORDS: usize = 2;
@@ -281,8 +298,8 @@ mod tests {
     #[test]
     fn a_group_turns_sparse_only_with_few_undecided_layouts_that_fit_its_segment() {
         let segment = (1000u64 * 4).next_multiple_of(SEGMENT_ALIGN_BYTES);
-        assert!(converts(125, 1000, segment));
-        assert!(!converts(126, 1000, segment));
+        assert!(converts(250, 1000, segment));
+        assert!(!converts(251, 1000, segment));
         assert!(!converts(0, 1000, segment));
         // Padding: 1 record takes a whole 4 KiB block.
         assert!(converts(1, 10, 4096));

@@ -128,7 +128,7 @@ impl Window {
         drop(requests);
         if lanes.contains(&Lane::SparseWon) {
             debug_assert!(lanes.contains(&Lane::SparseRest), "records are read whole");
-            self.owns[0].unpack_sparse(work, &pm, Base::Dense)?;
+            self.owns[0].unpack_sparse(work, &pm, |_| Base::Dense)?;
         }
         Ok((pm, vm))
     }
@@ -223,10 +223,15 @@ impl OwnBuffers {
     }
 
     /// Lays the records of the sparse groups of a loaded batch over their
-    /// planes (`base`: over holes for a step, over the dense segments read
-    /// for finishing), then clears the `due` and `fresh` segments they
-    /// were read into.
-    pub fn unpack_sparse(&mut self, work: &Work, plane_map: &Packed, base: Base) -> Result<(), SolveError> {
+    /// planes (`base(g)`: over holes for a step, over the dense segments
+    /// read for finishing or relisting), then clears the `due` and `fresh`
+    /// segments they were read into.
+    pub fn unpack_sparse(
+        &mut self,
+        work: &Work,
+        plane_map: &Packed,
+        base: impl Fn(usize) -> Base,
+    ) -> Result<(), SolveError> {
         let [won, lost, fresh, capture, held] = &mut self.planes[..] else {
             unreachable!("a window has five plane lanes")
         };
@@ -245,7 +250,7 @@ impl OwnBuffers {
                 capture: &mut capture.words_mut()[range.clone()],
                 held: &mut held.words_mut()[range.clone()],
             };
-            if sparse::scatter(won_in, rest_in, listed, own, base).is_err() {
+            if sparse::scatter(won_in, rest_in, listed, own, base(*g)).is_err() {
                 return Err(work
                     .files()
                     .damaged(Lane::SparseWon, *g, "sparse records out of order or beyond the group")
