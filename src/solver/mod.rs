@@ -1003,35 +1003,31 @@ fn step(
             // `won` is current already) and all its records; one relisting
             // in a win step, its dense `won` and `lost` and all its records
             // (none if it has nothing left undecided: it is dense again).
-            let store =
-                |own: &mut OwnBuffers, (pm, changed, turning): &Computed, disk: &mut DiskIo, io: &mut IoTotals| {
-                    let is_turning = |g: usize| turning.binary_search_by_key(&g, |t| t.0).is_ok();
-                    let dense = |g: usize| changed.contains(&g) && !sparse(g);
-                    let staying_dense = |g: usize| dense(g) && !is_turning(g);
-                    if win_step {
-                        own.store(disk, this_ref, pm, &[Lane::Won], dense, io)?;
-                        own.store(disk, this_ref, pm, &[Lane::Won, Lane::Lost], is_turning, io)?;
-                    } else {
-                        own.store(disk, this_ref, pm, &[Lane::Lost], dense, io)?;
-                        own.store(disk, this_ref, pm, &[Lane::Held], staying_dense, io)?;
-                        let capture_changed = |g| staying_dense(g) && due(g);
-                        own.store(disk, this_ref, pm, &[Lane::Capture], capture_changed, io)?;
-                    }
-                    let listed: Vec<(usize, Pick, u32)> = changed
-                        .iter()
-                        .filter(|&&g| sparse(g) && !is_turning(g))
-                        .map(|&g| (g, Pick::Listed, this_ref.groups[g].sparse_layouts))
-                        .collect();
-                    let lane = if win_step { Lane::SparseWon } else { Lane::SparseRest };
-                    own.store_sparse(disk, this_ref, pm, &listed, &[lane], io)?;
-                    let turning: Vec<(usize, Pick, u32)> = turning
-                        .iter()
-                        .filter(|&&(_, listed)| listed > 0)
-                        .map(|&(g, listed)| (g, Pick::Undecided, listed))
-                        .collect();
-                    own.store_sparse(disk, this_ref, pm, &turning, &[Lane::SparseWon, Lane::SparseRest], io)?;
-                    Ok::<(), SolveError>(())
-                };
+            let store = |own: &OwnBuffers, (pm, changed, turning): &Computed, disk: &mut DiskIo, io: &mut IoTotals| {
+                let is_turning = |g: usize| turning.binary_search_by_key(&g, |t| t.0).is_ok();
+                let dense = |g: usize| changed.contains(&g) && !sparse(g);
+                let staying_dense = |g: usize| dense(g) && !is_turning(g);
+                if win_step {
+                    own.store(disk, this_ref, pm, &[Lane::Won], dense, io)?;
+                    own.store(disk, this_ref, pm, &[Lane::Won, Lane::Lost], is_turning, io)?;
+                } else {
+                    own.store(disk, this_ref, pm, &[Lane::Lost], dense, io)?;
+                    own.store(disk, this_ref, pm, &[Lane::Held], staying_dense, io)?;
+                    let capture_changed = |g| staying_dense(g) && due(g);
+                    own.store(disk, this_ref, pm, &[Lane::Capture], capture_changed, io)?;
+                }
+                // The records were gathered by `gather_sparse`.
+                let listed: Vec<(usize, u32)> = changed
+                    .iter()
+                    .filter(|&&g| sparse(g) && !is_turning(g))
+                    .map(|&g| (g, this_ref.groups[g].sparse_layouts))
+                    .collect();
+                let lane = if win_step { Lane::SparseWon } else { Lane::SparseRest };
+                own.store_sparse(disk, this_ref, pm, &listed, &[lane], io)?;
+                let turning: Vec<(usize, u32)> = turning.iter().copied().filter(|&(_, n)| n > 0).collect();
+                own.store_sparse(disk, this_ref, pm, &turning, &[Lane::SparseWon, Lane::SparseRest], io)?;
+                Ok::<(), SolveError>(())
+            };
             // Groups that turn sparse or relist in this step, (group,
             // records): they are stored so in the step, and are so from the
             // next on.
@@ -1107,10 +1103,21 @@ fn step(
                     turning_sparse(this_ref, &owns[w], &pm, &changed)
                 };
                 turned.extend(&turning);
+                // The records to store, gathered by the workers (on the
+                // thread that stores, alone, this was a scan of every
+                // layout of a sparse group it changed).
+                let mut records: Vec<(usize, Pick, u32)> = changed
+                    .iter()
+                    .filter(|&&g| sparse(g) && turning.binary_search_by_key(&g, |t| t.0).is_err())
+                    .map(|&g| (g, Pick::Listed, this_ref.groups[g].sparse_layouts))
+                    .chain(turning.iter().filter(|t| t.1 > 0).map(|&(g, n)| (g, Pick::Undecided, n)))
+                    .collect();
+                records.sort_unstable_by_key(|r| r.0);
+                owns[w].gather_sparse(this_ref, &pm, &records);
                 if stages == 2 {
                     unstored = Some((pm, changed, turning));
                 } else {
-                    store(&mut owns[0], &(pm, changed, turning), disk, io)?;
+                    store(&owns[0], &(pm, changed, turning), disk, io)?;
                     if k + 1 < jobs.len() {
                         // One window: read the next job only now that this
                         // one is stored.
@@ -1127,7 +1134,7 @@ fn step(
                 progress(Progress::Batch { depth_plies: depth, material, done: k + 1, batches: jobs.len(), io: *io });
             }
             if let Some(last) = unstored.take() {
-                store(&mut owns[(jobs.len() - 1) % stages], &last, disk, io)?;
+                store(&owns[(jobs.len() - 1) % stages], &last, disk, io)?;
             }
             disk.drain()?;
             for (g, listed) in turned {

@@ -21,6 +21,7 @@ use super::{FinishedMaterial, IO_BLOCKS, IoTotals, Own, SolveError, Work};
 use crate::blockio::FileId;
 use crate::index::{Material, MaterialIndex};
 use crate::rules::CARD_STATES;
+use rayon::prelude::*;
 use std::ops::Range;
 
 /// A read of a file range into memory, for [`DiskIo::read_many`].
@@ -54,6 +55,11 @@ pub(super) const WINDOW_PLANES: u64 = 6;
 /// The plane lanes a window holds a buffer of, in buffer order (the sixth
 /// plane buffer is `due`). All but `fresh` are stored in work files.
 pub(super) const WINDOW_LANES: [Lane; 5] = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::Capture, Lane::Held];
+
+/// The buffer of `fresh` among a window's planes (where sparse groups'
+/// `SparseRest` records are read and gathered).
+const FRESH_BUFFER: usize = 2;
+const _: () = assert!(matches!(WINDOW_LANES[FRESH_BUFFER], Lane::Fresh));
 
 /// One window: a batch's segments of the five planes (won, lost, fresh,
 /// capture, held) and of the values, and a plane of due states (no lane:
@@ -198,7 +204,11 @@ impl OwnBuffers {
                     (Lane::Fresh | Lane::SparseWon, _) => match sparse_read(lane, g) {
                         Some((sparse_lane, bytes)) => {
                             let (records, rest) = into.split_at_mut(bytes);
-                            rest.fill(0);
+                            // `fresh` must start cleared; `due` is read only
+                            // where `fill_due` filled it.
+                            if lane == Lane::Fresh {
+                                rest.fill(0);
+                            }
                             io.bytes_read += bytes as u64;
                             let span = work.planes.segment(g).start..work.planes.segment(g).start + bytes as u64;
                             requests.push((work.files().read_file(sparse_lane, g), span, records));
@@ -207,6 +217,14 @@ impl OwnBuffers {
                         // `due` is filled by `fill_due`.
                         None => (lane == Lane::Fresh).then_some(false),
                     },
+                    // A sparse group whose dense planes are not read gets
+                    // all four from `unpack_sparse` (holes and records).
+                    (Lane::Won | Lane::Lost | Lane::Capture | Lane::Held, _)
+                        if work.groups[g].sparse_layouts > 0 && !reads(Lane::Won, g) =>
+                    {
+                        debug_assert!(!reads(lane, g));
+                        None
+                    }
                     _ => Some(reads(lane, g)),
                 };
                 match read {
@@ -224,8 +242,10 @@ impl OwnBuffers {
 
     /// Lays the records of the sparse groups of a loaded batch over their
     /// planes (`base(g)`: over holes for a step, over the dense segments
-    /// read for finishing or relisting), then clears the `due` and `fresh`
-    /// segments they were read into.
+    /// read for finishing or relisting), then clears the `fresh` records
+    /// (`due` is read only where `fill_due` fills it). Over holes it writes all four planes
+    /// of the group, which `plan_load` leaves as they were when it does not
+    /// read the group's dense `won`.
     pub fn unpack_sparse(
         &mut self,
         work: &Work,
@@ -242,7 +262,7 @@ impl OwnBuffers {
             }
             // The records were read into the padded segments.
             let padded = range.start..range.start + padded_len(&work.planes, *g) as usize / 4;
-            let won_in = &mut self.due.words_mut()[padded.clone()];
+            let won_in = &self.due.words()[padded.clone()];
             let rest_in = &mut fresh.words_mut()[padded];
             let own = GroupWords {
                 won: &mut won.words_mut()[range.clone()],
@@ -256,50 +276,60 @@ impl OwnBuffers {
                     .damaged(Lane::SparseWon, *g, "sparse records out of order or beyond the group")
                     .into());
             }
-            won_in.fill(0);
-            rest_in.fill(0);
+            rest_in[..sparse::rest_bytes(listed) / 4].fill(0);
         }
         Ok(())
     }
 
-    /// Queues writes of the records (`lanes`: `SparseWon`, `SparseRest` or
-    /// both) of the given groups, each picked as `pick` says, with the
-    /// number of layouts it must list. The records are gathered in the
-    /// groups' `due` and `fresh` segments, free once a batch is computed
-    /// and logged.
-    pub fn store_sparse(
-        &mut self,
-        disk: &mut DiskIo,
-        work: &Work,
-        plane_map: &Packed,
-        groups: &[(usize, Pick, u32)],
-        lanes: &[Lane],
-        io: &mut IoTotals,
-    ) -> Result<(), SolveError> {
+    /// Gathers the records of the given groups, each picked as `pick` says,
+    /// with the number of layouts it must list, into their `due` and
+    /// `fresh` segments (free once a batch is computed and logged), for
+    /// [`OwnBuffers::store_sparse`]. The groups (increasing) are gathered
+    /// in parallel.
+    pub fn gather_sparse(&mut self, work: &Work, plane_map: &Packed, groups: &[(usize, Pick, u32)]) {
         let [won, lost, fresh, capture, held] = &mut self.planes[..] else {
             unreachable!("a window has five plane lanes")
         };
-        for &(g, pick, expected) in groups {
+        // Records and their padding go to the padded segments.
+        let padded = |g: usize| {
+            let start = plane_map.elements(g).start;
+            start..start + padded_len(&work.planes, g) as usize / 4
+        };
+        let won_out = carve_mut(self.due.words_mut(), groups.iter().map(|&(g, ..)| padded(g)));
+        let rest_out = carve_mut(fresh.words_mut(), groups.iter().map(|&(g, ..)| padded(g)));
+        let own_planes = [&*won, &*lost, &*capture, &*held];
+        groups.par_iter().zip(won_out).zip(rest_out).for_each(|((&(g, pick, expected), won_out), rest_out)| {
             let range = plane_map.elements(g);
-            let own = [&*won, &*lost, &*capture, &*held].map(|plane| &plane.words()[range.clone()]);
-            // Records and their padding go to the padded segments.
-            let padded = range.start..range.start + padded_len(&work.planes, g) as usize / 4;
-            let byte_range = padded.start * 4..padded.end * 4;
-            let won_out = &mut self.due.words_mut()[padded.clone()];
-            let rest_out = &mut fresh.words_mut()[padded];
+            let own = own_planes.map(|plane| &plane.words()[range.clone()]);
             let listed = sparse::gather(own, pick, won_out, rest_out);
             // A record missing or extra would leave a layout's words wrong
             // for the rest of the pair.
             assert_eq!(listed, expected, "group {g} lists the layouts it listed before");
+        });
+    }
+
+    /// Queues writes of the records (`lanes`: `SparseWon`, `SparseRest` or
+    /// both) of the given (group, records) that
+    /// [`OwnBuffers::gather_sparse`] gathered.
+    pub fn store_sparse(
+        &self,
+        disk: &mut DiskIo,
+        work: &Work,
+        plane_map: &Packed,
+        groups: &[(usize, u32)],
+        lanes: &[Lane],
+        io: &mut IoTotals,
+    ) -> Result<(), SolveError> {
+        for &(g, listed) in groups {
+            let at = plane_map.elements(g).start * 4;
             let segment_start = work.planes.segment(g).start;
             for &lane in lanes {
                 let (from, bytes) = match lane {
                     Lane::SparseWon => (&self.due, sparse::won_bytes(listed)),
-                    Lane::SparseRest => (&*fresh, sparse::rest_bytes(listed)),
+                    Lane::SparseRest => (&self.planes[FRESH_BUFFER], sparse::rest_bytes(listed)),
                     _ => unreachable!("only the sparse lanes hold records"),
                 };
-                let from = &from.bytes()[byte_range.start..byte_range.start + bytes];
-                disk.write(work.files().write_file(lane, g), segment_start, from)?;
+                disk.write(work.files().write_file(lane, g), segment_start, &from.bytes()[at..at + bytes])?;
                 io.bytes_written += bytes as u64;
             }
         }
