@@ -1199,30 +1199,36 @@ type Computed = (Packed, BTreeSet<usize>, Vec<(usize, u32)>);
 /// `own`) that turn sparse, with how many layouts they list.
 fn turning_sparse(work: &Work, own: &OwnBuffers, plane_map: &Packed, changed: &BTreeSet<usize>) -> Vec<(usize, u32)> {
     let candidates: Vec<usize> = changed.iter().copied().filter(|&g| work.groups[g].sparse_layouts == 0).collect();
-    let (won, lost) = (own.plane(Lane::Won), own.plane(Lane::Lost));
-    candidates
-        .par_iter()
-        .filter_map(|&g| {
-            let range = plane_map.elements(g);
-            let listed = sparse::undecided_layouts(&won[range.clone()], &lost[range.clone()]);
-            let fits = sparse::converts(listed, range.len() as u64, window::padded_len(&work.planes, g));
-            fits.then_some((g, listed as u32))
-        })
-        .collect()
+    undecided_layouts_of(own, plane_map, &candidates, |g, listed| {
+        sparse::converts(listed, plane_map.elements(g).len() as u64, window::padded_len(&work.planes, g))
+    })
 }
 
 /// The groups of a win step's job (`batch`, computed in `own`) that
 /// relist, with how many layouts they list now (0: none left undecided).
 fn relisted(work: &Work, own: &OwnBuffers, plane_map: &Packed, batch: &[usize]) -> Vec<(usize, u32)> {
     let candidates: Vec<usize> = batch.iter().copied().filter(|&g| sparse::relists(work.groups[g])).collect();
+    undecided_layouts_of(own, plane_map, &candidates, |g, listed| {
+        debug_assert!(listed * sparse::RELIST_SHARE <= work.groups[g].sparse_layouts as u64);
+        true
+    })
+}
+
+/// (group, layouts with an undecided state) of the `groups` computed in
+/// `own` for which `keep(group, layouts)` holds, counted in parallel.
+fn undecided_layouts_of(
+    own: &OwnBuffers,
+    plane_map: &Packed,
+    groups: &[usize],
+    keep: impl Fn(usize, u64) -> bool + Sync,
+) -> Vec<(usize, u32)> {
     let (won, lost) = (own.plane(Lane::Won), own.plane(Lane::Lost));
-    candidates
+    groups
         .par_iter()
-        .map(|&g| {
+        .filter_map(|&g| {
             let range = plane_map.elements(g);
-            let listed = sparse::undecided_layouts(&won[range.clone()], &lost[range.clone()]);
-            debug_assert!(listed * sparse::RELIST_SHARE <= work.groups[g].sparse_layouts as u64);
-            (g, listed as u32)
+            let listed = sparse::undecided_layouts(&won[range.clone()], &lost[range]);
+            keep(g, listed).then(|| (g, u32::try_from(listed).expect("a group's layouts fit u32")))
         })
         .collect()
 }
