@@ -1044,65 +1044,26 @@ fn step(
                 slice_at[0] = at.expect("a slice was planned");
                 loaded = Some(maps);
             }
-            for k in 0..jobs.len() {
-                let (pm, vm) = loaded.take().expect("every job is loaded before it runs");
-                let units = units_of(&this_ref.index, &jobs[k].1);
-                let (w, sb) = (k % stages, slice_of[k]);
-                let (first_byte, len) = slice_at[sb];
-                let map = Span { layout: &target.planes, first_byte, element_bytes: 4 };
-                let reports = if stages == 2 {
-                    // While the workers compute job k in one window, a thread
-                    // of its own stores job k - 1 from the other, then reads
-                    // job k + 1 into it (and its slice into the other slice
-                    // buffer, if the slice is new).
-                    let (own_now, own_other) = pair_mut(owns, w);
-                    let (slice_now, slice_other) = pair_mut(slices, sb);
-                    let new_slice = jobs.get(k + 1).is_some_and(|_| slice_of[k + 1] != sb).then_some(slice_other);
-                    let mut other_io = IoTotals::default();
-                    let region = ReadRegion { map: &map, data: &slice_now.words()[..len / 4] };
-                    let own = own_now.own(&pm, &vm);
-                    let previous = unstored.take();
-                    let (reports, other) = std::thread::scope(|scope| {
-                        let other = scope.spawn(|| {
-                            if let Some(previous) = &previous {
-                                store(own_other, previous, disk, &mut other_io)?;
-                            }
-                            (k + 1 < jobs.len())
-                                .then(|| load(own_other, new_slice, k + 1, disk, &mut other_io))
-                                .transpose()
-                        });
-                        let landing = Some((&target.index, region));
-                        let reports = run_step(&input, &this_ref.index, &units, own, landing, &due, mode);
-                        (reports, other.join())
-                    });
-                    if let Some((maps, at)) = other.unwrap_or_else(|panic| std::panic::resume_unwind(panic))? {
-                        if let Some(at) = at {
-                            slice_at[slice_of[k + 1]] = at;
-                        }
-                        loaded = Some(maps);
-                    }
-                    io.bytes_read += other_io.bytes_read;
-                    io.bytes_written += other_io.bytes_written;
-                    reports
-                } else {
-                    let region = ReadRegion { map: &map, data: &slices[sb].words()[..len / 4] };
-                    let landing = Some((&target.index, region));
-                    run_step(&input, &this_ref.index, &units, owns[w].own(&pm, &vm), landing, &due, mode)
-                };
-                // The log is encoded here, by the workers in parallel: on
-                // the other thread, alone, it took longer than job k's
-                // kernels at 8 men.
-                let deciding = deciding_groups(&units, &reports);
-                log_decisions(this_ref, &deciding, (&pm, &vm), owns[w].decided_and_scratch())?;
+            // What a computed job leaves for storing, worked out in its
+            // window once its kernels have run: the log gets its decisions
+            // (encoded by the workers in parallel: on the other thread,
+            // alone, it took longer than the job's kernels at 8 men), and
+            // the sparse groups' records to store are gathered.
+            let settle_job = |own: &mut OwnBuffers,
+                              batch: &[usize],
+                              (pm, vm): (Packed, Packed),
+                              (units, reports): (&[UnitSpec], &[UnitReport])|
+             -> Result<Computed, SolveError> {
+                let deciding = deciding_groups(units, reports);
+                log_decisions(this_ref, &deciding, (&pm, &vm), own.decided_and_scratch())?;
                 // Groups the step left as they were need no writing.
                 let changed: BTreeSet<usize> =
-                    units.iter().zip(&reports).filter(|(_, r)| r.modified).map(|(u, _)| u.0).collect();
+                    units.iter().zip(reports).filter(|(_, r)| r.modified).map(|(u, _)| u.0).collect();
                 let turning = if win_step {
-                    relisted(this_ref, &owns[w], &pm, &jobs[k].1)
+                    relisted(this_ref, own, &pm, batch)
                 } else {
-                    turning_sparse(this_ref, &owns[w], &pm, &changed)
+                    turning_sparse(this_ref, own, &pm, &changed)
                 };
-                turned.extend(&turning);
                 // The records to store, gathered by the workers (on the
                 // thread that stores, alone, this was a scan of every
                 // layout of a sparse group it changed).
@@ -1113,11 +1074,65 @@ fn step(
                     .chain(turning.iter().filter(|t| t.1 > 0).map(|&(g, n)| (g, Pick::Undecided, n)))
                     .collect();
                 records.sort_unstable_by_key(|r| r.0);
-                owns[w].gather_sparse(this_ref, &pm, &records);
-                if stages == 2 {
-                    unstored = Some((pm, changed, turning));
+                own.gather_sparse(this_ref, &pm, &records);
+                Ok((pm, changed, turning))
+            };
+            for k in 0..jobs.len() {
+                let (pm, vm) = loaded.take().expect("every job is loaded before it runs");
+                let units = units_of(&this_ref.index, &jobs[k].1);
+                let (w, sb) = (k % stages, slice_of[k]);
+                let (first_byte, len) = slice_at[sb];
+                let map = Span { layout: &target.planes, first_byte, element_bytes: 4 };
+                let (reports, computed) = if stages == 2 {
+                    // While the workers compute job k in one window, a thread
+                    // of its own stores job k - 1 from the other, then reads
+                    // job k + 1 into it (and its slice into the other slice
+                    // buffer, if the slice is new). Job k is settled as soon
+                    // as it is computed, while that thread may still be
+                    // reading: the two touch different windows, and settling
+                    // writes the log through its own file, not `disk`.
+                    let (own_now, own_other) = pair_mut(owns, w);
+                    let (slice_now, slice_other) = pair_mut(slices, sb);
+                    let new_slice = jobs.get(k + 1).is_some_and(|_| slice_of[k + 1] != sb).then_some(slice_other);
+                    let mut other_io = IoTotals::default();
+                    let region = ReadRegion { map: &map, data: &slice_now.words()[..len / 4] };
+                    let previous = unstored.take();
+                    let (reports, computed, other) = std::thread::scope(|scope| {
+                        let other = scope.spawn(|| {
+                            if let Some(previous) = &previous {
+                                store(own_other, previous, disk, &mut other_io)?;
+                            }
+                            (k + 1 < jobs.len())
+                                .then(|| load(own_other, new_slice, k + 1, disk, &mut other_io))
+                                .transpose()
+                        });
+                        let landing = Some((&target.index, region));
+                        let own = own_now.own(&pm, &vm);
+                        let reports = run_step(&input, &this_ref.index, &units, own, landing, &due, mode);
+                        let computed = settle_job(own_now, &jobs[k].1, (pm, vm), (&units, &reports));
+                        (reports, computed, other.join())
+                    });
+                    if let Some((maps, at)) = other.unwrap_or_else(|panic| std::panic::resume_unwind(panic))? {
+                        if let Some(at) = at {
+                            slice_at[slice_of[k + 1]] = at;
+                        }
+                        loaded = Some(maps);
+                    }
+                    io.bytes_read += other_io.bytes_read;
+                    io.bytes_written += other_io.bytes_written;
+                    (reports, computed?)
                 } else {
-                    store(&owns[0], &(pm, changed, turning), disk, io)?;
+                    let region = ReadRegion { map: &map, data: &slices[sb].words()[..len / 4] };
+                    let landing = Some((&target.index, region));
+                    let reports = run_step(&input, &this_ref.index, &units, owns[w].own(&pm, &vm), landing, &due, mode);
+                    let computed = settle_job(&mut owns[w], &jobs[k].1, (pm, vm), (&units, &reports))?;
+                    (reports, computed)
+                };
+                turned.extend(&computed.2);
+                if stages == 2 {
+                    unstored = Some(computed);
+                } else {
+                    store(&owns[0], &computed, disk, io)?;
                     if k + 1 < jobs.len() {
                         // One window: read the next job only now that this
                         // one is stored.
