@@ -15,7 +15,7 @@ use onitb::notation::{self, Colour, Setup};
 use onitb::probe::MoveValue;
 use onitb::rules::{CardSet, MAX_PIECES_PER_SIDE, NoMoveRule, Outcome, Rules};
 use onitb::shard::{self, TableFiles};
-use onitb::solver::{self, IoTotals, PairPlan, Progress, SolveConfig};
+use onitb::solver::{self, IoTotals, PairPlan, Progress, SolveConfig, StepTimes};
 use onitb::store::{self, OutputDir, RawShardWriter, StoreError};
 use onitb::{Stats, Tablebase, Value, verify};
 use serde::Serialize;
@@ -427,6 +427,7 @@ fn generate(args: GenerateArgs) -> Result<()> {
         depth: AtomicU64::new(0),
         last_io: Mutex::new((Instant::now(), IoTotals::default())),
         eta: Mutex::new(Eta::default()),
+        pair_times: Mutex::new(StepTimes::default()),
     };
     reporter.line(format_args!("solving {} men ({cards}; no move: {})", args.men, no_move.name()));
     if let Some(budget) = budget_bytes {
@@ -523,6 +524,8 @@ struct Reporter {
     /// When the last step line was printed, and the I/O totals then.
     last_io: Mutex<(Instant, IoTotals)>,
     eta: Mutex<Eta>,
+    /// Where the streamed steps of the pair in progress spent their time.
+    pair_times: Mutex<StepTimes>,
 }
 
 /// Estimates the time left from how long finished pairs took per layout.
@@ -635,8 +638,9 @@ impl Reporter {
             Progress::MaterialResumed { materials } => {
                 self.line(format_args!("{}: finished by the earlier run (checkpoint)", pair(materials)));
             }
-            Progress::Step { depth_plies, decided, groups_visited, groups, groups_sparse, io } => {
+            Progress::Step { depth_plies, decided, groups_visited, groups, groups_sparse, io, times } => {
                 self.depth.store(depth_plies as u64, Ordering::Relaxed);
+                *self.pair_times.lock().unwrap_or_else(|e| e.into_inner()) += times;
                 let mut last = self.last_io.lock().unwrap_or_else(|e| e.into_inner());
                 if depth_plies == 1 {
                     *last = (Instant::now(), IoTotals::default());
@@ -662,10 +666,27 @@ impl Reporter {
             Progress::MaterialDone { materials } => {
                 self.eta().pair_done();
                 let depth = self.depth.load(Ordering::Relaxed);
-                self.line(format_args!("{}: done after {depth} plies", pair(materials)));
+                let times = std::mem::take(&mut *self.pair_times.lock().unwrap_or_else(|e| e.into_inner()));
+                self.line(format_args!("{}: done after {depth} plies{}", pair(materials), step_times(&times)));
             }
         }
     }
+}
+
+/// Where a streamed pair's steps spent their time, as the tail of its
+/// closing line (nothing for a pair solved in memory): the workers'
+/// computing, settling and waiting add up to the steps' wall time.
+fn step_times(times: &StepTimes) -> String {
+    if *times == StepTimes::default() {
+        return String::new();
+    }
+    format!(
+        "; steps: computing {}, settling {}, waiting for I/O {} (storing and reading busy {})",
+        elapsed(times.computing),
+        elapsed(times.settling),
+        elapsed(times.waiting_for_io),
+        elapsed(times.storing_and_reading)
+    )
 }
 
 /// `1v2+2v1`, or `2v2` for a material that is its own mirror.

@@ -5,7 +5,7 @@
 use onitb::Table;
 use onitb::blockio::IoChoice;
 use onitb::rules::{CardSet, NoMoveRule, Rules};
-use onitb::solver::{self, SolveConfig, SolveError};
+use onitb::solver::{self, SolveConfig, SolveError, StepTimes};
 use std::time::Duration;
 
 fn rules(no_move: NoMoveRule) -> Rules {
@@ -113,6 +113,19 @@ fn the_announced_plan_is_what_the_solver_does() {
     assert_eq!(solved.pairs, plan.len());
     assert_eq!(solved.streamed_pairs, plan.iter().filter(|p| p.streamed).count());
     assert!(plan.iter().any(|p| p.streamed) && plan.iter().any(|p| !p.streamed), "{plan:?}");
+    // Streamed steps say where their time went; resident ones have none of
+    // it to report.
+    let mut streamed = false;
+    let mut computing = Duration::ZERO;
+    for event in &events {
+        match event {
+            Progress::MaterialStarted { streamed: s, .. } => streamed = *s,
+            Progress::Step { times, .. } if !streamed => assert_eq!(*times, StepTimes::default()),
+            Progress::Step { times, .. } => computing += times.computing,
+            _ => {}
+        }
+    }
+    assert!(computing > Duration::ZERO, "streamed steps report their kernels' time");
 }
 
 /// Values never take their raw size on disk: a streamed pair has no value

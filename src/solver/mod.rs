@@ -123,7 +123,7 @@ pub enum Progress {
     /// A step of the pair in progress ended: states decided so far, groups
     /// the step visited (of all of the pair's), groups whose own planes are
     /// sparse now (streamed pairs, `sparse`), work-file I/O of the pair so
-    /// far.
+    /// far, and where the step's time went (streamed pairs).
     Step {
         depth_plies: u16,
         decided: u64,
@@ -131,6 +131,7 @@ pub enum Progress {
         groups: u64,
         groups_sparse: u64,
         io: IoTotals,
+        times: StepTimes,
     },
     /// A batch of a streamed step is done: `done` of the step's `batches`
     /// for `material`, and the pair's work-file I/O so far.
@@ -190,6 +191,32 @@ impl Default for SolveConfig {
             io: IoChoice::default(),
             checkpoint_every: CHECKPOINT_EVERY_DEFAULT,
         }
+    }
+}
+
+/// Where a streamed step's wall time went, summed over its jobs: what
+/// the workers did, and how long the thread that stores and reads was busy
+/// (with two windows it works while the workers compute; with one, in
+/// turn). Zero for resident steps.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepTimes {
+    /// The step kernels.
+    pub computing: Duration,
+    /// Settling jobs: logging their decisions, finding the groups that
+    /// turn sparse or relist, gathering records to store.
+    pub settling: Duration,
+    /// The workers idle, waiting for jobs to be stored and read.
+    pub waiting_for_io: Duration,
+    /// Storing jobs and reading (and unpacking) the next ones.
+    pub storing_and_reading: Duration,
+}
+
+impl std::ops::AddAssign for StepTimes {
+    fn add_assign(&mut self, other: StepTimes) {
+        self.computing += other.computing;
+        self.settling += other.settling;
+        self.waiting_for_io += other.waiting_for_io;
+        self.storing_and_reading += other.storing_and_reading;
     }
 }
 
@@ -855,8 +882,9 @@ fn step(
     depth: u16,
     window: Option<(&mut Window, &mut DiskIo)>,
     progress: &(dyn Fn(Progress) + Sync),
-) -> Result<(u64, u64), SolveError> {
+) -> Result<(u64, u64, StepTimes), SolveError> {
     let (this, other) = pair_views(works, i);
+    let mut times = StepTimes::default();
     let mut results: Vec<(Vec<UnitSpec>, Vec<UnitReport>)> = Vec::new();
     match window {
         None => {
@@ -1040,7 +1068,10 @@ fn step(
             // (in the window the next job is read into).
             let mut unstored: Option<Computed> = None;
             if !jobs.is_empty() {
+                let started = Instant::now();
                 let (maps, at) = load(&mut owns[0], Some(&mut slices[0]), 0, disk, io)?;
+                times.waiting_for_io += started.elapsed();
+                times.storing_and_reading += started.elapsed();
                 slice_at[0] = at.expect("a slice was planned");
                 loaded = Some(maps);
             }
@@ -1099,20 +1130,31 @@ fn step(
                     let previous = unstored.take();
                     let (reports, computed, other) = std::thread::scope(|scope| {
                         let other = scope.spawn(|| {
+                            let started = Instant::now();
                             if let Some(previous) = &previous {
                                 store(own_other, previous, disk, &mut other_io)?;
                             }
-                            (k + 1 < jobs.len())
+                            let loaded = (k + 1 < jobs.len())
                                 .then(|| load(own_other, new_slice, k + 1, disk, &mut other_io))
-                                .transpose()
+                                .transpose();
+                            Ok::<_, SolveError>((loaded?, started.elapsed()))
                         });
                         let landing = Some((&target.index, region));
                         let own = own_now.own(&pm, &vm);
+                        let started = Instant::now();
                         let reports = run_step(&input, &this_ref.index, &units, own, landing, &due, mode);
+                        times.computing += started.elapsed();
+                        let started = Instant::now();
                         let computed = settle_job(own_now, &jobs[k].1, (pm, vm), (&units, &reports));
-                        (reports, computed, other.join())
+                        times.settling += started.elapsed();
+                        let started = Instant::now();
+                        let other = other.join();
+                        times.waiting_for_io += started.elapsed();
+                        (reports, computed, other)
                     });
-                    if let Some((maps, at)) = other.unwrap_or_else(|panic| std::panic::resume_unwind(panic))? {
+                    let (loaded_next, busy) = other.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+                    times.storing_and_reading += busy;
+                    if let Some((maps, at)) = loaded_next {
                         if let Some(at) = at {
                             slice_at[slice_of[k + 1]] = at;
                         }
@@ -1124,14 +1166,19 @@ fn step(
                 } else {
                     let region = ReadRegion { map: &map, data: &slices[sb].words()[..len / 4] };
                     let landing = Some((&target.index, region));
+                    let started = Instant::now();
                     let reports = run_step(&input, &this_ref.index, &units, owns[w].own(&pm, &vm), landing, &due, mode);
+                    times.computing += started.elapsed();
+                    let started = Instant::now();
                     let computed = settle_job(&mut owns[w], &jobs[k].1, (pm, vm), (&units, &reports))?;
+                    times.settling += started.elapsed();
                     (reports, computed)
                 };
                 turned.extend(&computed.2);
                 if stages == 2 {
                     unstored = Some(computed);
                 } else {
+                    let started = Instant::now();
                     store(&owns[0], &computed, disk, io)?;
                     if k + 1 < jobs.len() {
                         // One window: read the next job only now that this
@@ -1143,15 +1190,20 @@ fn step(
                         }
                         loaded = Some(maps);
                     }
+                    times.waiting_for_io += started.elapsed();
+                    times.storing_and_reading += started.elapsed();
                 }
                 results.push((units, reports));
                 let material = this_ref.index.material;
                 progress(Progress::Batch { depth_plies: depth, material, done: k + 1, batches: jobs.len(), io: *io });
             }
+            let started = Instant::now();
             if let Some(last) = unstored.take() {
                 store(&owns[(jobs.len() - 1) % stages], &last, disk, io)?;
             }
             disk.drain()?;
+            times.waiting_for_io += started.elapsed();
+            times.storing_and_reading += started.elapsed();
             for (g, listed) in turned {
                 this.groups[g].sparse_layouts = listed;
             }
@@ -1162,7 +1214,7 @@ fn step(
         decided += record(this, &units, &reports, true).decided;
         visited += units.iter().map(|u| u.0).collect::<BTreeSet<_>>().len() as u64;
     }
-    Ok((decided, visited))
+    Ok((decided, visited, times))
 }
 
 /// The groups of a job in which its units decided anything.
@@ -1418,6 +1470,7 @@ fn solve_pair(
                 groups,
                 groups_sparse: 0,
                 io,
+                times: StepTimes::default(),
             });
             record_pair(&mut checkpoints, works, &mut window, state, false)?;
             state
@@ -1428,11 +1481,12 @@ fn solve_pair(
         if depth > MAX_LOSS_PLIES + 1 {
             return Err(SolveError::TooDeep(works[0].index.material));
         }
-        let (mut new, mut groups_visited) = (0, 0);
+        let (mut new, mut groups_visited, mut times) = (0, 0, StepTimes::default());
         for i in 0..works.len() {
-            let (decided, visited) = step(rules, moves, works, i, depth, reborrow!(), progress)?;
+            let (decided, visited, material_times) = step(rules, moves, works, i, depth, reborrow!(), progress)?;
             new += decided;
             groups_visited += visited;
+            times += material_times;
         }
         state.depth_plies = depth;
         state.decided += new;
@@ -1449,6 +1503,7 @@ fn solve_pair(
             groups,
             groups_sparse,
             io,
+            times,
         });
         state.quiet_steps = if new == 0 { state.quiet_steps + 1 } else { 0 };
         state.steps_done = state.quiet_steps >= 2 && depth >= state.pending_plies;
