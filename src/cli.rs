@@ -675,7 +675,7 @@ impl Reporter {
 
 /// Where a streamed pair's steps spent their time, as the tail of its
 /// closing line (nothing for a pair solved in memory): the workers'
-/// computing, settling and waiting add up to the steps' wall time.
+/// computing, settling and waiting add up to about the steps' wall time.
 fn step_times(times: &StepTimes) -> String {
     if *times == StepTimes::default() {
         return String::new();

@@ -211,6 +211,16 @@ pub struct StepTimes {
     pub storing_and_reading: Duration,
 }
 
+impl StepTimes {
+    /// Time since `started` spent storing and reading while the workers
+    /// waited for it (one window, or the ends of a step).
+    fn io_in_turn(&mut self, started: Instant) {
+        let spent = started.elapsed();
+        self.waiting_for_io += spent;
+        self.storing_and_reading += spent;
+    }
+}
+
 impl std::ops::AddAssign for StepTimes {
     fn add_assign(&mut self, other: StepTimes) {
         self.computing += other.computing;
@@ -1032,7 +1042,7 @@ fn step(
             // in a win step, its dense `won` and `lost` and all its records
             // (none if it has nothing left undecided: it is dense again).
             let store = |own: &OwnBuffers, (pm, changed, turning): &Computed, disk: &mut DiskIo, io: &mut IoTotals| {
-                let is_turning = |g: usize| turning.binary_search_by_key(&g, |t| t.0).is_ok();
+                let is_turning = |g: usize| turns(turning, g);
                 let dense = |g: usize| changed.contains(&g) && !sparse(g);
                 let staying_dense = |g: usize| dense(g) && !is_turning(g);
                 if win_step {
@@ -1070,8 +1080,7 @@ fn step(
             if !jobs.is_empty() {
                 let started = Instant::now();
                 let (maps, at) = load(&mut owns[0], Some(&mut slices[0]), 0, disk, io)?;
-                times.waiting_for_io += started.elapsed();
-                times.storing_and_reading += started.elapsed();
+                times.io_in_turn(started);
                 slice_at[0] = at.expect("a slice was planned");
                 loaded = Some(maps);
             }
@@ -1100,7 +1109,7 @@ fn step(
                 // layout of a sparse group it changed).
                 let mut records: Vec<(usize, Pick, u32)> = changed
                     .iter()
-                    .filter(|&&g| sparse(g) && turning.binary_search_by_key(&g, |t| t.0).is_err())
+                    .filter(|&&g| sparse(g) && !turns(&turning, g))
                     .map(|&g| (g, Pick::Listed, this_ref.groups[g].sparse_layouts))
                     .chain(turning.iter().filter(|t| t.1 > 0).map(|&(g, n)| (g, Pick::Undecided, n)))
                     .collect();
@@ -1190,8 +1199,7 @@ fn step(
                         }
                         loaded = Some(maps);
                     }
-                    times.waiting_for_io += started.elapsed();
-                    times.storing_and_reading += started.elapsed();
+                    times.io_in_turn(started);
                 }
                 results.push((units, reports));
                 let material = this_ref.index.material;
@@ -1202,8 +1210,7 @@ fn step(
                 store(&owns[(jobs.len() - 1) % stages], &last, disk, io)?;
             }
             disk.drain()?;
-            times.waiting_for_io += started.elapsed();
-            times.storing_and_reading += started.elapsed();
+            times.io_in_turn(started);
             for (g, listed) in turned {
                 this.groups[g].sparse_layouts = listed;
             }
@@ -1215,6 +1222,12 @@ fn step(
         visited += units.iter().map(|u| u.0).collect::<BTreeSet<_>>().len() as u64;
     }
     Ok((decided, visited, times))
+}
+
+/// Is `g` among the groups of a job that turn sparse or relist
+/// ((group, records), increasing)?
+fn turns(turning: &[(usize, u32)], g: usize) -> bool {
+    turning.binary_search_by_key(&g, |t| t.0).is_ok()
 }
 
 /// The groups of a job in which its units decided anything.
