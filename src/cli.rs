@@ -427,7 +427,7 @@ fn generate(args: GenerateArgs) -> Result<()> {
         depth: AtomicU64::new(0),
         last_io: Mutex::new((Instant::now(), IoTotals::default())),
         eta: Mutex::new(Eta::default()),
-        pair_times: Mutex::new(StepTimes::default()),
+        pair_times: Mutex::new([StepTimes::default(); 2]),
     };
     reporter.line(format_args!("solving {} men ({cards}; no move: {})", args.men, no_move.name()));
     if let Some(budget) = budget_bytes {
@@ -524,8 +524,9 @@ struct Reporter {
     /// When the last step line was printed, and the I/O totals then.
     last_io: Mutex<(Instant, IoTotals)>,
     eta: Mutex<Eta>,
-    /// Where the streamed steps of the pair in progress spent their time.
-    pair_times: Mutex<StepTimes>,
+    /// Where the streamed steps of the pair in progress spent their time:
+    /// win steps (odd depths), then loss steps.
+    pair_times: Mutex<[StepTimes; 2]>,
 }
 
 /// Estimates the time left from how long finished pairs took per layout.
@@ -640,7 +641,8 @@ impl Reporter {
             }
             Progress::Step { depth_plies, decided, groups_visited, groups, groups_sparse, io, times } => {
                 self.depth.store(depth_plies as u64, Ordering::Relaxed);
-                *self.pair_times.lock().unwrap_or_else(|e| e.into_inner()) += times;
+                let kind = if depth_plies % 2 == 1 { 0 } else { 1 };
+                self.pair_times.lock().unwrap_or_else(|e| e.into_inner())[kind] += times;
                 let mut last = self.last_io.lock().unwrap_or_else(|e| e.into_inner());
                 if depth_plies == 1 {
                     *last = (Instant::now(), IoTotals::default());
@@ -673,20 +675,26 @@ impl Reporter {
     }
 }
 
-/// Where a streamed pair's steps spent their time, as the tail of its
-/// closing line (nothing for a pair solved in memory): the workers'
-/// computing, settling and waiting add up to about the steps' wall time.
-fn step_times(times: &StepTimes) -> String {
-    if *times == StepTimes::default() {
+/// Where a streamed pair's win and loss steps spent their time, as the
+/// tail of its closing line (nothing for a pair solved in memory): the
+/// workers' computing, settling and waiting add up to about the steps'
+/// wall time. Apart, because the two kinds have different bounds (a loss
+/// step reads twice what a win step does; DESIGN.md, "What bounds a
+/// streamed step now").
+fn step_times([win, loss]: &[StepTimes; 2]) -> String {
+    if *win == StepTimes::default() && *loss == StepTimes::default() {
         return String::new();
     }
-    format!(
-        "; steps: computing {}, settling {}, waiting for I/O {} (storing and reading busy {})",
-        elapsed(times.computing),
-        elapsed(times.settling),
-        elapsed(times.waiting_for_io),
-        elapsed(times.storing_and_reading)
-    )
+    let kind = |times: &StepTimes| {
+        format!(
+            "computing {}, settling {}, waiting for I/O {} (storing and reading busy {})",
+            elapsed(times.computing),
+            elapsed(times.settling),
+            elapsed(times.waiting_for_io),
+            elapsed(times.storing_and_reading)
+        )
+    };
+    format!("; win steps: {}; loss steps: {}", kind(win), kind(loss))
 }
 
 /// `1v2+2v1`, or `2v2` for a material that is its own mirror.

@@ -90,10 +90,15 @@ fn generate_can_write_compressed_shards_the_same_as_compress_does() {
     let tmp = tempfile::tempdir().unwrap();
     let cwd = tmp.path();
     // Straight from the streamed solver, and raw then compressed.
-    succeeds(
+    let out = succeeds(
         cwd,
-        &["generate", "--men", "4", "--mem", "8MiB", "--work", "w", "--out", "direct", "--compress", "3", "--quiet"],
+        &["generate", "--men", "4", "--mem", "8MiB", "--work", "w", "--out", "direct", "--compress", "3"],
     );
+    // A streamed pair's closing line says where its win and its loss
+    // steps' time went.
+    let progress = text(&out.stderr);
+    let closing = progress.lines().find(|l| l.contains("done after") && l.contains("steps:")).expect(&progress);
+    assert!(closing.contains("; win steps: computing ") && closing.contains("; loss steps: computing "), "{closing}");
     succeeds(cwd, &["generate", "--men", "4", "--out", "raw", "--quiet"]);
     succeeds(cwd, &["compress", "raw", "after", "--level", "3", "--quiet"]);
     assert_eq!(entries(&cwd.join("direct")), ["1v1.onitbz", "1v2.onitbz", "2v1.onitbz", "2v2.onitbz"]);
