@@ -20,14 +20,7 @@ root=$PWD
 scratch=${3:-$root/target/ab-8men}
 mkdir -p "$scratch"
 scratch=$(cd "$scratch" && pwd)
-base_tree="$root/target/ab-base"
-rm -rf "$base_tree/src" "$base_tree/examples" "$base_tree/tests"
-mkdir -p "$base_tree"
-git archive "$base_rev" | tar -x -m -C "$base_tree"
-(cd "$base_tree" && cargo build --release --quiet --bin onitb)
-cargo build --release --quiet --bin onitb
-cp "$base_tree/target/release/onitb" "$scratch/onitb.base"
-cp target/release/onitb "$scratch/onitb.this"
+scripts/ab-build.sh "$base_rev" "$scratch"
 for round in $(seq 1 "$rounds"); do
   for which in base this; do
     dir="$scratch/$which.$round"

@@ -17,20 +17,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 scratch=$(mktemp -d -p "$root/target")
 trap 'rm -rf "$scratch"' EXIT
-# The base builds in its own tree, with its own target directory (kept
-# between runs of this script, so a rebuild is incremental).
-base_tree="$root/target/ab-base"
-rm -rf "$base_tree/src" "$base_tree/examples" "$base_tree/tests"
-mkdir -p "$base_tree"
-# -m: the files get the time of extraction. With the commit's time (tar's
-# default) cargo took a revision committed before the last build in this
-# tree, with no file of that build missing, for fresh, and kept the old
-# binary as the base.
-git archive "$base_rev" | tar -x -m -C "$base_tree"
-(cd "$base_tree" && cargo build --release --quiet --bin onitb)
-cargo build --release --quiet --bin onitb
-cp "$base_tree/target/release/onitb" "$scratch/onitb.base"
-cp target/release/onitb "$scratch/onitb.this"
+scripts/ab-build.sh "$base_rev" "$scratch"
 field() { awk -F': ' -v key="$1" '$0 ~ key {print $2}' "$2"; }
 seconds() { awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }'; }
 printf 'round\tbinary\tcpu_s\twall_s\tmax_rss_kib\n'
