@@ -272,6 +272,11 @@ struct Work {
     /// With kept lists: which placements may hold a `fresh` loss, so that
     /// the mirror's win steps read only those blocks.
     fresh_placements: Option<PlacementFlags>,
+    /// Streamed: the groups whose layouts outside their sparse records
+    /// (all layouts, if dense) were all decided before the steps of the
+    /// current depth began, so a loss step of the mirror reads holes there
+    /// instead of their dense `won` (`settled_groups`).
+    landing_holes: Vec<bool>,
 }
 
 /// Where a streamed material's files are, and the checkpoint record of its
@@ -325,6 +330,7 @@ impl Work {
             groups,
             kept: None,
             fresh_placements: None,
+            landing_holes: Vec::new(),
         })
     }
 
@@ -993,6 +999,7 @@ fn step(
                 values: ValueSegments::Untouched,
                 landing: &target.planes,
                 landing_log: landing_log.as_ref(),
+                landing_holes: &target.landing_holes,
                 file_of: |g| target.files().read_file(landing_lane, g),
             };
             let from_log = (&target.planes, landing_log.as_ref());
@@ -1222,6 +1229,22 @@ fn step(
         visited += units.iter().map(|u| u.0).collect::<BTreeSet<_>>().len() as u64;
     }
     Ok((decided, visited, times))
+}
+
+/// The groups of a material whose layouts not listed in sparse records
+/// (every layout, if the group is dense) have no undecided state: the
+/// sparse groups and those with nothing undecided. Taken before a depth's
+/// steps begin, these are the mirror's loss steps' landing holes: a state
+/// lost by then lost at depth d - 2 or earlier, so every state with a move
+/// into it won in the win step after, and a loss step looks at the landing
+/// `won` only for undecided states. So where a state is decided, `won` may
+/// as well read as set, and the dense `won` of these groups (most of the
+/// landing bytes once groups are sparse) need not be read; their records
+/// are laid over the holes. (Taken after the first material's step of the
+/// depth instead, a group of it turning sparse there would hide that
+/// step's losses from the second material's loss step.)
+fn settled_groups(groups: &[GroupState]) -> Vec<bool> {
+    groups.iter().map(|g| g.sparse_layouts > 0 || g.undecided == 0).collect()
 }
 
 /// Is `g` among the groups of a job that turn sparse or relist
@@ -1495,6 +1518,9 @@ fn solve_pair(
             return Err(SolveError::TooDeep(works[0].index.material));
         }
         let (mut new, mut groups_visited, mut times) = (0, 0, StepTimes::default());
+        for work in works.iter_mut() {
+            work.landing_holes = settled_groups(&work.groups);
+        }
         for i in 0..works.len() {
             let (decided, visited, material_times) = step(rules, moves, works, i, depth, reborrow!(), progress)?;
             new += decided;

@@ -20,7 +20,7 @@ use super::sparse::{self, Base, GroupWords, Pick};
 use super::{FinishedMaterial, IO_BLOCKS, IoTotals, Own, SolveError, Work};
 use crate::blockio::FileId;
 use crate::index::{Material, MaterialIndex};
-use crate::rules::CARD_STATES;
+use crate::rules::{ALL_CARD_STATES, CARD_STATES};
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -526,13 +526,16 @@ pub(super) type PlaneReads<'a> = &'a (dyn Fn(Lane, usize) -> bool + Sync);
 /// What the batches ("jobs") of one streamed step read: their own lanes
 /// (`lanes(lane, g)`) of `work`, and their landing slice of a lane laid
 /// out as `landing`: from the mirror's decision log if `landing_log` is
-/// given (`fresh`, for a win step), else group g from file `file_of(g)`.
+/// given (`fresh`, for a win step), else group g from file `file_of(g)`,
+/// except the groups `landing_holes` marks, which are filled as holes
+/// (every card state set) and not read.
 pub(super) struct StepReads<'w, F> {
     pub work: &'w Work,
     pub lanes: PlaneReads<'w>,
     pub values: ValueSegments,
     pub landing: &'w LaneLayout,
     pub landing_log: Option<&'w LandingChunks>,
+    pub landing_holes: &'w [bool],
     pub file_of: F,
 }
 
@@ -579,7 +582,8 @@ impl<F: Fn(usize) -> FileId> StepReads<'_, F> {
                 fill = Some(LandingFill { groups: slice.clone(), words: &mut buffer.words_mut()[..len / 4] });
                 return (span.start, len);
             }
-            let (at, slice_requests) = plan_slice(buffer, &self.file_of, self.landing, slice.clone(), io);
+            let holes = |g: usize| self.landing_holes[g];
+            let (at, slice_requests) = plan_slice(buffer, &self.file_of, self.landing, (slice.clone(), &holes), io);
             requests.extend(slice_requests);
             at
         });
@@ -587,36 +591,43 @@ impl<F: Fn(usize) -> FileId> StepReads<'_, F> {
     }
 }
 
-/// Plans reading the groups `groups` of a lane (one contiguous range;
-/// group g from file `file_of(g)`, one request per run of groups in the
-/// same file) into `slice`. Returns the lane byte offset the buffer starts
-/// at, the byte length, and the reads.
+/// Plans reading the groups `groups` of a plane lane (one contiguous
+/// range; group g from file `file_of(g)`, one request per run of groups in
+/// the same file) into `slice`, but for the groups `hole(g)` marks: those
+/// are filled here with holes' words (every card state set) and not read.
+/// Returns the lane byte offset the buffer starts at, the byte length, and
+/// the reads.
 pub(super) fn plan_slice<'a>(
     slice: &'a mut AlignedBuf,
     file_of: impl Fn(usize) -> FileId,
     layout: &LaneLayout,
-    groups: Range<usize>,
+    (groups, hole): (Range<usize>, &dyn Fn(usize) -> bool),
     io: &mut IoTotals,
 ) -> ((u64, usize), Vec<ReadRequest<'a>>) {
     if groups.is_empty() {
         return ((0, 0), Vec::new());
     }
+    debug_assert_eq!(layout.bytes_per_layout(), 4, "holes are plane words");
     let span = layout.span(groups.clone());
     let len = (span.end - span.start) as usize;
+    let relative = |bytes: Range<u64>| (bytes.start - span.start) as usize..(bytes.end - span.start) as usize;
     let mut runs: Vec<(FileId, Range<usize>)> = Vec::new();
     for g in groups {
+        if hole(g) {
+            let words = relative(layout.segment(g));
+            slice.words_mut()[words.start / 4..words.end / 4].fill(ALL_CARD_STATES);
+            continue;
+        }
         match runs.last_mut() {
-            Some((file, run)) if *file == file_of(g) => run.end = g + 1,
+            Some((file, run)) if *file == file_of(g) && run.end == g => run.end = g + 1,
             _ => runs.push((file_of(g), g..g + 1)),
         }
     }
-    let ranges = runs.iter().map(|(_, run)| {
-        let bytes = layout.span(run.clone());
-        (bytes.start - span.start) as usize..(bytes.end - span.start) as usize
-    });
+    let ranges = runs.iter().map(|(_, run)| relative(layout.span(run.clone())));
     let parts = carve_mut(&mut slice.bytes_mut()[..len], ranges);
-    let requests = runs.iter().zip(parts).map(|((file, run), into)| (*file, layout.span(run.clone()), into)).collect();
-    io.bytes_read += len as u64;
+    let requests: Vec<ReadRequest> =
+        runs.iter().zip(parts).map(|((file, run), into)| (*file, layout.span(run.clone()), into)).collect();
+    io.bytes_read += requests.iter().map(|(_, bytes, _)| bytes.end - bytes.start).sum::<u64>();
     ((span.start, len), requests)
 }
 
