@@ -735,3 +735,57 @@ pub(super) fn padded_len(layout: &LaneLayout, g: usize) -> u64 {
     let span = layout.span(g..g + 1);
     span.end - span.start
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blockio::IoChoice;
+    use crate::solver::disk::LaneFile;
+    use std::os::unix::fs::FileExt;
+
+    /// A landing slice read with holes: the groups marked are filled with
+    /// every card state set and cost no read, the others come from their
+    /// slot's file, and runs of groups split at holes and at file changes.
+    #[test]
+    fn landing_slices_skip_and_fill_hole_groups() {
+        let index = MaterialIndex::new(Material::new(2, 3));
+        let layout = LaneLayout::new(&index, 4);
+        let groups = index.groups().len();
+        let dir = tempfile::tempdir().unwrap();
+        let mut disk = DiskIo::new(IoChoice::Pread, 64 * 1024, 4).unwrap();
+        // Slot file s holds word (s << 24 | element) at every element.
+        let files: Vec<FileId> = (0..2u32)
+            .map(|slot| {
+                let path = dir.path().join(format!("lane.{slot}"));
+                let lane = LaneFile::open(&path, true, layout.total_bytes()).unwrap();
+                let words: Vec<u8> =
+                    (0..layout.total_bytes() as u32 / 4).flat_map(|e| (slot << 24 | e).to_le_bytes()).collect();
+                std::fs::OpenOptions::new().write(true).open(&path).unwrap().write_all_at(&words, 0).unwrap();
+                disk.open(&lane).unwrap()
+            })
+            .collect();
+        let slot_of = |g: usize| (g / 3) % 2;
+        let hole = |g: usize| g % 5 == 1 || g.is_multiple_of(7);
+        let range = 2..groups - 1;
+        let mut slice = AlignedBuf::zeroed(layout.total_bytes() as usize).unwrap();
+        let mut io = IoTotals::default();
+        let ((start, len), mut requests) =
+            plan_slice(&mut slice, |g| files[slot_of(g)], &layout, (range.clone(), &hole), &mut io);
+        assert_eq!(start, layout.segment(range.start).start);
+        assert_eq!(len as u64, layout.span(range.clone()).end - start);
+        let read: u64 =
+            range.clone().filter(|&g| !hole(g)).map(|g| layout.span(g..g + 1)).map(|s| s.end - s.start).sum();
+        assert_eq!(io.bytes_read, read);
+        disk.read_many(&mut requests).unwrap();
+        drop(requests);
+        for g in range {
+            let segment = layout.segment(g);
+            let words = &slice.words()[((segment.start - start) / 4) as usize..((segment.end - start) / 4) as usize];
+            for (n, &word) in words.iter().enumerate() {
+                let element = (segment.start / 4) as u32 + n as u32;
+                let expected = if hole(g) { ALL_CARD_STATES } else { (slot_of(g) as u32) << 24 | element };
+                assert_eq!(word, expected, "group {g}, layout {n}");
+            }
+        }
+    }
+}
