@@ -662,7 +662,11 @@ fn in_landing_order<S: Send, R: Send>(
     let mut jobs: Vec<(usize, UnitSpec, S)> =
         units.iter().copied().zip(slices).enumerate().map(|(k, (u, s))| (k, u, s)).collect();
     jobs.sort_by_key(|&(k, (g, _, _), _)| (index.groups()[g].opponent_counts, k));
-    let mut done: Vec<(usize, R)> = jobs.into_par_iter().map(|(k, u, s)| (k, kernel(u, s))).collect();
+    // The workers take the units in turn from the front (`par_bridge`),
+    // not a half each as an indexed split would: so at any time they work
+    // on neighbouring units, mostly of one group, whose landing groups they
+    // then share in the cache.
+    let mut done: Vec<(usize, R)> = jobs.into_iter().par_bridge().map(|(k, u, s)| (k, kernel(u, s))).collect();
     done.sort_unstable_by_key(|&(k, _)| k);
     done.into_iter().map(|(_, r)| r).collect()
 }
