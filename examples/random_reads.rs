@@ -3,8 +3,12 @@
 //! without the solver around it, so its memory cost can be told apart from
 //! the rest. Three ways: plain, each batch of 14 blocks (a 3v3
 //! placement's moves) prefetched before it is folded, and dependent (each
-//! offset depends on the last read: the latency alone).
-//! Usage: cargo run --release --example random_reads -- [LANE_MIB] [READS_M]
+//! offset depends on the last read: the latency alone). With `huge`, the
+//! lane is an anonymous mapping advised for transparent huge pages
+//! (`madvise(MADV_HUGEPAGE)`); without, 4 KiB pages, as the solver's
+//! buffers get where transparent huge pages are madvise-only.
+//! Usage: cargo run --release --example random_reads -- [LANE_MIB] [READS_M] [huge]
+use memmap2::{Advice, MmapMut};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -18,7 +22,17 @@ fn main() {
     let (lane_mib, reads_m) = (arg(1, 128), arg(2, 100));
     let words = (lane_mib << 20) / 4;
     let reads = reads_m * 1_000_000 / BATCH * BATCH;
-    let lane: Vec<u32> = (0..words as u32).collect();
+    let huge = std::env::args().nth(3).is_some_and(|a| a == "huge");
+    let mut map = MmapMut::map_anon(words * 4).expect("map the lane");
+    if huge {
+        map.advise(Advice::HugePage).expect("madvise(MADV_HUGEPAGE)");
+    }
+    for (n, word) in map.chunks_exact_mut(4).enumerate() {
+        word.copy_from_slice(&(n as u32).to_le_bytes());
+    }
+    // SAFETY: the mapping is page-aligned, its length a multiple of 4, and
+    // every bit pattern is a valid u32.
+    let lane: &[u32] = unsafe { std::slice::from_raw_parts(map.as_ptr() as *const u32, words) };
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let offsets: Vec<usize> = (0..reads)
         .map(|_| {
@@ -49,7 +63,8 @@ fn main() {
         }
         black_box(acc);
         let ns = started.elapsed().as_secs_f64() * 1e9 / reads as f64;
-        println!("{lane_mib} MiB lane, {way:>10}: {ns:6.2} ns per block");
+        let pages = if huge { "huge pages" } else { "4 KiB pages" };
+        println!("{lane_mib} MiB lane, {pages}, {way:>10}: {ns:6.2} ns per block");
     }
 }
 
