@@ -20,8 +20,10 @@ use thiserror::Error;
 
 /// File name of the checkpoint in the work directory.
 pub const CHECKPOINT_FILE: &str = "checkpoint.json";
-/// Version of the checkpoint's content; a run refuses other versions.
-const CHECKPOINT_VERSION: u32 = 7;
+/// Version of the checkpoint's content and of the work files it names; a
+/// run refuses other versions. (8: entry frames store layouts as
+/// differences, `entries.rs`.)
+const CHECKPOINT_VERSION: u32 = 8;
 
 #[derive(Debug, Error)]
 pub enum CheckpointError {
