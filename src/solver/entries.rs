@@ -79,9 +79,9 @@ fn layouts_to_differences(raw: &[u8], into: &mut Vec<u8>) {
     into.extend_from_slice(raw);
     let mut last = 0u32;
     for e in into.chunks_exact_mut(ENTRY_BYTES) {
-        let layout = u32::from_le_bytes(e[..4].try_into().expect("4 bytes"));
-        e[..4].copy_from_slice(&layout.wrapping_sub(last).to_le_bytes());
-        last = layout;
+        let (layout, states) = entry(e);
+        put_entry(e, (layout as u32).wrapping_sub(last) as usize, states);
+        last = layout as u32;
     }
 }
 
@@ -89,8 +89,9 @@ fn layouts_to_differences(raw: &[u8], into: &mut Vec<u8>) {
 fn differences_to_layouts(entries: &mut [u8]) {
     let mut last = 0u32;
     for e in entries.chunks_exact_mut(ENTRY_BYTES) {
-        last = last.wrapping_add(u32::from_le_bytes(e[..4].try_into().expect("4 bytes")));
-        e[..4].copy_from_slice(&last.to_le_bytes());
+        let (difference, states) = entry(e);
+        last = last.wrapping_add(difference as u32);
+        put_entry(e, last as usize, states);
     }
 }
 
