@@ -138,7 +138,7 @@ pub(super) struct CaptureSchedule {
     /// its entries whatever the pieces it comes in.
     pending: Vec<u8>,
     frame: Vec<u8>,
-    /// Frames packed side by side by [`CaptureSchedule::write_chunk`]
+    /// Frames packed side by side by [`CaptureSchedule::write_chunks`]
     /// (initialisation): two per thread, made at its first call.
     packed: Vec<Vec<u8>>,
 }
@@ -233,30 +233,54 @@ impl CaptureSchedule {
         Ok(())
     }
 
-    /// Writes all the entries of the group begun last at `depth_plies`, a
-    /// depth with no entries written yet, packing its frames in parallel
-    /// (on one thread, packing was about 15% of an 8-men initialisation's
-    /// samples while the workers waited). The frames are those
-    /// [`CaptureSchedule::write`] makes of the same entries.
-    pub fn write_chunk(&mut self, g: usize, depth_plies: u16, entries: &[u8]) -> Result<(), DiskError> {
-        debug_assert_eq!(entries.len() % ENTRY_BYTES, 0);
-        self.write(g, depth_plies, &[])?;
-        debug_assert!(self.pending.is_empty(), "a new chunk starts with no pending entries");
-        debug_assert_eq!(self.index.chunk_entries.last(), Some(&0), "the chunk is new");
+    /// Writes chunks of the group begun last: `(depth_plies, entries as
+    /// bytes)`, depths in increasing order and with no entries written yet,
+    /// packing the frames of all of them in parallel waves. (Packed a chunk
+    /// at a time, one frame each for most chunks, packing ran on one thread
+    /// and the schedule took more than half of 8-men 4v4's initialisation.)
+    /// The frames are those [`CaptureSchedule::write`] makes of the same
+    /// entries.
+    pub fn write_chunks(&mut self, g: usize, chunks: &[(u16, &[u8])]) -> Result<(), DiskError> {
+        debug_assert!(chunks.iter().all(|(_, entries)| entries.len() % ENTRY_BYTES == 0));
         if self.packed.is_empty() {
             let buffers = 2 * rayon::current_num_threads().max(1);
             self.packed = (0..buffers).map(|_| vec![0; entries::frames_bound(FRAME_ENTRIES)]).collect();
         }
-        for wave in entries.chunks(FRAME_BYTES * self.packed.len()) {
-            let raw: Vec<&[u8]> = wave.chunks(FRAME_BYTES).collect();
-            let mut packed = std::mem::take(&mut self.packed);
+        // (chunk, raw frame) in file order.
+        let frames: Vec<(usize, &[u8])> = (chunks.iter().enumerate())
+            .flat_map(|(c, (_, entries))| entries.chunks(FRAME_BYTES).map(move |frame| (c, frame)))
+            .collect();
+        // Chunks before `opened` are begun (an empty one has no frame).
+        let mut opened = 0;
+        let mut packed = std::mem::take(&mut self.packed);
+        let mut written = Ok(());
+        for wave in frames.chunks(packed.len()) {
             let lens: Vec<usize> =
-                packed.par_iter_mut().zip(&raw).map(|(into, raw)| entries::pack_frame(raw, into)).collect();
-            let appended = (packed.iter().zip(&raw).zip(lens))
-                .try_for_each(|((frame, raw), len)| self.append_frame(&frame[..len], raw.len() / ENTRY_BYTES));
-            self.packed = packed;
-            appended?;
+                packed.par_iter_mut().zip(wave).map(|(into, (_, raw))| entries::pack_frame(raw, into)).collect();
+            written = (packed.iter().zip(wave).zip(lens)).try_for_each(|((frame, &(c, raw)), len)| {
+                while opened <= c {
+                    self.begin_chunk(g, chunks[opened].0)?;
+                    opened += 1;
+                }
+                self.append_frame(&frame[..len], raw.len() / ENTRY_BYTES)
+            });
+            if written.is_err() {
+                break;
+            }
         }
+        self.packed = packed;
+        written?;
+        for &(depth, _) in &chunks[opened..] {
+            self.begin_chunk(g, depth)?;
+        }
+        Ok(())
+    }
+
+    /// Begins group `g`'s chunk at `depth_plies`, one with no entries yet.
+    fn begin_chunk(&mut self, g: usize, depth_plies: u16) -> Result<(), DiskError> {
+        self.write(g, depth_plies, &[])?;
+        debug_assert!(self.pending.is_empty(), "a new chunk starts with no pending entries");
+        debug_assert_eq!(self.index.chunk_entries.last(), Some(&0), "the chunk is new");
         Ok(())
     }
 
@@ -444,11 +468,14 @@ pub(super) fn write_group(
             }
         });
         let mut at = 0usize;
-        for &depth in run {
-            let len = counts[depth as usize] as usize;
-            schedule.write_chunk(g, depth, &scratch[at * ENTRY_BYTES..(at + len) * ENTRY_BYTES])?;
-            at += len;
-        }
+        let chunks: Vec<(u16, &[u8])> = (run.iter())
+            .map(|&depth| {
+                let len = counts[depth as usize] as usize;
+                at += len;
+                (depth, &scratch[(at - len) * ENTRY_BYTES..at * ENTRY_BYTES])
+            })
+            .collect();
+        schedule.write_chunks(g, &chunks)?;
         i = end;
     }
     Ok(())
@@ -534,10 +561,14 @@ mod tests {
             let name = if parallel { "2v3" } else { "3v2" };
             let mut schedule = CaptureSchedule::create(dir.path(), name, 2).unwrap();
             schedule.begin_group(1).unwrap();
-            for depth in [5, 9] {
-                if parallel {
-                    schedule.write_chunk(1, depth, &entries).unwrap();
-                } else {
+            // Depth 7's chunk is one partial frame, 8's is empty.
+            let depths: [(u16, &[u8]); 4] =
+                [(5, &entries), (7, &entries[..300 * ENTRY_BYTES]), (8, &[]), (9, &entries)];
+            if parallel {
+                schedule.write_chunks(1, &depths).unwrap();
+            } else {
+                for (depth, entries) in depths {
+                    schedule.write(1, depth, &[]).unwrap();
                     for piece in entries.chunks(7000 * ENTRY_BYTES) {
                         schedule.write(1, depth, piece).unwrap();
                     }
