@@ -26,6 +26,7 @@
 use super::disk::{DiskError, io_error};
 use super::entries::{self, ENTRY_BYTES, FRAME_HEADER_BYTES, Unpacker, entry};
 use super::lanes::LaneLayout;
+use rayon::prelude::*;
 use std::fs::{File, OpenOptions};
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
@@ -56,8 +57,6 @@ pub(super) struct DecisionLog {
     buffer: Vec<u8>,
     /// Per segment, where applying it has got to (finishing only).
     cursors: Vec<u64>,
-    /// Made by the first [`DecisionLog::apply`].
-    unpacker: Option<Unpacker>,
     /// Per group, where its chunk in the last loss step's segment (the
     /// last even depth, 0 for initialisation) starts, if it has one.
     landing: Vec<Option<u64>>,
@@ -115,7 +114,6 @@ impl DecisionLog {
             segments: mark.segments,
             buffer: Vec::with_capacity(BUFFER_BYTES),
             cursors: Vec::new(),
-            unpacker: None,
             landing: vec![None; groups],
         }
     }
@@ -219,50 +217,68 @@ impl DecisionLog {
         Ok(LogMark { bytes: self.written, segments: self.segments.clone() })
     }
 
-    /// Applies the log to a batch of groups: calls `visit(group, depth,
-    /// layout, states)` for every entry of the groups in `batch`, step by
-    /// step. Batches must come in the order the steps visited groups
-    /// (`is_later(g)`: does group g come after every group of the batch in
-    /// that order?); each segment is read from where the last batch left it.
-    pub fn apply(
+    /// Applies the log to a batch of groups: `targets` pairs each group of
+    /// the batch with what its entries go to, and `visit(target, depth,
+    /// layout, states)` is called for every entry of that group, step by
+    /// step; it returns false for an entry that does not fit the target (a
+    /// layout outside the group), which is refused as damage. Groups are applied in parallel (an entry of one group touches
+    /// only its own target): on one thread, unpacking the log and writing
+    /// the values was most of finishing 8-men 4v4. Batches must come in the
+    /// order the steps visited groups (`is_later(g)`: does group g come
+    /// after every group of the batch in that order?); each segment is read
+    /// from where the last batch left it.
+    pub fn apply<T: Send>(
         &mut self,
-        batch: &[usize],
+        targets: &mut [(usize, T)],
         is_later: impl Fn(usize) -> bool,
-        mut visit: impl FnMut(usize, u16, usize, u32),
+        visit: impl Fn(&mut T, u16, usize, u32) -> bool + Sync,
     ) -> Result<(), DiskError> {
         self.flush()?;
         if self.cursors.is_empty() {
             self.cursors = self.segments.iter().map(|s| s.1).collect();
         }
-        let DecisionLog { file, path, written, segments, buffer, cursors, unpacker, .. } = self;
-        let unpacker = unpacker.get_or_insert_with(Unpacker::new);
+        let DecisionLog { file, path, written, segments, cursors, .. } = self;
         let damaged = |what| DiskError::Damaged { path: path.clone(), what };
+        // Per target, its chunks step by step: (depth, entries, frames).
+        let mut chunks: Vec<Vec<(u16, u32, Range<u64>)>> = vec![Vec::new(); targets.len()];
         for (s, cursor) in cursors.iter_mut().enumerate() {
             let end = segments.get(s + 1).map_or(*written, |next| next.1);
             while *cursor < end {
                 let (group, depth, count, bytes) = chunk_header((file, path), *cursor)?;
-                if !batch.contains(&group) {
+                let Some(t) = targets.iter().position(|&(g, _)| g == group) else {
                     if is_later(group) {
                         break;
                     }
                     // A chunk of a group the batches passed would be lost.
                     return Err(damaged("a chunk is out of the schedule's order"));
-                }
+                };
                 let frames = *cursor + HEADER_BYTES as u64..*cursor + HEADER_BYTES as u64 + bytes;
                 if frames.end > end {
                     return Err(damaged("a chunk runs past its step"));
                 }
-                let visit = |n, states| visit(group, depth, n, states);
-                let seen = visit_frames((file, path), frames.clone(), (unpacker, buffer), visit)?;
-                if seen != count as u64 {
-                    return Err(damaged("a chunk holds another number of entries than its header says"));
-                }
                 *cursor = frames.end;
+                chunks[t].push((depth, count, frames));
             }
         }
-        // What the buffer holds now was read, not appended.
-        buffer.clear();
-        Ok(())
+        let log = (&*file, path.as_path());
+        targets.par_iter_mut().zip(&chunks).try_for_each_init(
+            || (Unpacker::new(), Vec::new()),
+            |(unpacker, buffer), ((_, target), chunks)| {
+                for (depth, count, frames) in chunks {
+                    let mut fits = true;
+                    let seen = visit_frames(log, frames.clone(), (unpacker, buffer), |n, states| {
+                        fits &= visit(target, *depth, n, states)
+                    })?;
+                    if !fits {
+                        return Err(damaged("an entry's layout is outside its group"));
+                    }
+                    if seen != *count as u64 {
+                        return Err(damaged("a chunk holds another number of entries than its header says"));
+                    }
+                }
+                Ok(())
+            },
+        )
     }
 }
 
@@ -389,12 +405,16 @@ mod tests {
         log.append(3, &[1, 2]).unwrap();
         log.append(5, &[9]).unwrap();
         let rank = |g: usize| [8, 3, 5].iter().position(|&x| x == g).unwrap();
-        let mut seen = Vec::new();
-        log.apply(&[8], |g| rank(g) > 0, |g, d, n, s| seen.push((g, d, n, s))).unwrap();
-        assert_eq!(seen, vec![(8, 1, 1, 5)]);
-        seen.clear();
-        log.apply(&[3, 5], |g| rank(g) > 2, |g, d, n, s| seen.push((g, d, n, s))).unwrap();
-        assert_eq!(seen, vec![(5, 1, 0, 7), (3, 2, 0, 1), (3, 2, 1, 2), (5, 2, 0, 9)]);
+        let push = |seen: &mut Vec<_>, d, n, s| {
+            seen.push((d, n, s));
+            true
+        };
+        let mut targets = vec![(8, Vec::new())];
+        log.apply(&mut targets, |g| rank(g) > 0, push).unwrap();
+        assert_eq!(targets, vec![(8, vec![(1, 1, 5)])]);
+        let mut targets = vec![(3, Vec::new()), (5, Vec::new())];
+        log.apply(&mut targets, |g| rank(g) > 2, push).unwrap();
+        assert_eq!(targets, vec![(3, vec![(2, 0, 1), (2, 1, 2)]), (5, vec![(1, 0, 7), (2, 0, 9)])]);
     }
 
     /// A chunk longer than the append batch and the buffer comes back whole.
@@ -405,10 +425,18 @@ mod tests {
         let decided: Vec<u32> = (0..100_000u32).map(|n| if n % 3 == 1 { 0 } else { n | 1 }).collect();
         log.begin_step(7);
         log.append(4, &decided).unwrap();
-        let mut seen = Vec::new();
-        log.apply(&[4], |_| false, |g, d, n, s| seen.push((g, d, n, s))).unwrap();
-        let wanted: Vec<_> = (0..decided.len()).filter(|&n| decided[n] != 0).map(|n| (4, 7, n, decided[n])).collect();
-        assert_eq!(seen, wanted);
+        let mut targets = vec![(4, Vec::new())];
+        log.apply(
+            &mut targets,
+            |_| false,
+            |seen, d, n, s| {
+                seen.push((d, n, s));
+                true
+            },
+        )
+        .unwrap();
+        let wanted: Vec<_> = (0..decided.len()).filter(|&n| decided[n] != 0).map(|n| (7, n, decided[n])).collect();
+        assert_eq!(targets[0].1, wanted);
     }
 
     /// Incompressible entries (every layout decided, states at random)
@@ -431,9 +459,17 @@ mod tests {
         log.begin_step(3);
         log.append(0, &decided).unwrap();
         log.sync().unwrap();
-        let mut seen = Vec::new();
-        log.apply(&[0], |_| false, |_, _, n, s| seen.push((n, s))).unwrap();
-        assert_eq!(seen, decided.iter().enumerate().map(|(n, &s)| (n, s)).collect::<Vec<_>>());
+        let mut targets = vec![(0, Vec::new())];
+        log.apply(
+            &mut targets,
+            |_| false,
+            |seen, _, n, s| {
+                seen.push((n, s));
+                true
+            },
+        )
+        .unwrap();
+        assert_eq!(targets[0].1, decided.iter().enumerate().map(|(n, &s)| (n, s)).collect::<Vec<_>>());
 
         let mark = log.sync().unwrap();
         let mut bytes = std::fs::read(&path).unwrap();
@@ -441,7 +477,7 @@ mod tests {
         bytes[middle] ^= 0x40;
         std::fs::write(&path, &bytes).unwrap();
         let mut log = DecisionLog::reopen(&path, mark, 16).unwrap();
-        let result = log.apply(&[0], |_| false, |_, _, _, _| {});
+        let result = log.apply(&mut [(0, ())], |_| false, |_, _, _, _| true);
         assert!(matches!(result, Err(DiskError::Damaged { .. })), "{:?}", result.err());
     }
 

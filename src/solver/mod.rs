@@ -1380,18 +1380,17 @@ fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result
                     let (pm, vm) = window.load(disk, work, &batch, (&lanes, ValueSegments::Zeroed))?;
                     run_finish(&batch, window.owns[0].own(&pm, &vm), kernel::settle);
                     let last = batch.iter().map(|&g| rank[g]).max().expect("a batch has groups");
-                    let values = window.owns[0].values_mut();
-                    let mut at = (usize::MAX, 0);
+                    let values = carve_mut(window.owns[0].values_mut(), batch.iter().map(|&g| vm.elements(g)));
+                    let mut targets: Vec<(usize, &mut [u8])> = batch.iter().copied().zip(values).collect();
                     work.files().log().apply(
-                        &batch,
+                        &mut targets,
                         |g| rank[g] > last,
-                        |g, depth, layout, states| {
-                            if at.0 != g {
-                                at = (g, vm.elements(g).start);
-                            }
+                        |values, depth, layout, states| {
                             let value = if depth % 2 == 1 { Value::Win(depth) } else { Value::Loss(depth) };
-                            let n = at.1 + layout * CARD_STATES;
-                            kernel::set_values(&mut values[n..n + CARD_STATES], states, value.to_byte());
+                            let n = layout * CARD_STATES;
+                            let Some(layout_values) = values.get_mut(n..n + CARD_STATES) else { return false };
+                            kernel::set_values(layout_values, states, value.to_byte());
+                            true
                         },
                     )?;
                     for &g in &batch {
