@@ -1393,9 +1393,16 @@ fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result
                             true
                         },
                     )?;
-                    for &g in &batch {
-                        packer.put(g, &window.owns[0].values()[vm.elements(g)])?;
-                    }
+                    // The other window's values and the slice buffers are
+                    // free while finishing: the frames are packed there.
+                    let Window { owns, slices, .. } = &mut *window;
+                    let (own, spare) = owns.split_first_mut().expect("a window");
+                    let scratch: Vec<&mut [u8]> = (spare.iter_mut().map(|o| o.values_mut()))
+                        .chain(slices.iter_mut().map(|s| s.bytes_mut()))
+                        .collect();
+                    let groups: Vec<(usize, &[u8])> =
+                        batch.iter().map(|&g| (g, &own.values()[vm.elements(g)])).collect();
+                    packer.put_batch(&groups, scratch)?;
                 }
             }
             let packed = packer.finish(&work.values)?;
