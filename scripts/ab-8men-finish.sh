@@ -49,19 +49,9 @@ for round in $(seq 1 "$rounds"); do
     rm -rf "$dir"
     mkdir -p "$dir"
     cp -r "$ready" "$dir/work"
-    : > "$dir/progress.log"
     start=$(date +%s.%N)
-    "$scratch/onitb.$which" "${args[@]}" --work "$dir/work" --out "$dir/t8" --resume \
-      2> "$dir/progress.log" > /dev/null &
-    pid=$!
-    while kill -0 "$pid" 2> /dev/null; do
-      if tr '\r' '\n' < "$dir/progress.log" | grep -q "4v4: started"; then
-        kill -9 "$pid"
-        break
-      fi
-      sleep 0.2
-    done
-    wait "$pid" 2> /dev/null || true
+    scripts/run-until-4v4.sh "$dir/progress.log" "$scratch/onitb.$which" "${args[@]}" \
+      --work "$dir/work" --out "$dir/t8" --resume
     end=$(date +%s.%N)
     echo "== round $round, $which: $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s from the resume to 4v4's start"
     rm -rf "$dir"

@@ -26,21 +26,9 @@ for round in $(seq 1 "$rounds"); do
     dir="$scratch/$which.$round"
     rm -rf "$dir"
     mkdir -p "$dir"
-    # Made here, not by the redirection below, so that the first look
-    # for 4v4 finds it.
-    : > "$dir/progress.log"
     start=$(date +%s.%N)
-    "$scratch/onitb.$which" generate --men 8 --mem 1GiB --no-move loss --compress 3 \
-      --work "$dir/work" --out "$dir/t8" 2> "$dir/progress.log" > /dev/null &
-    pid=$!
-    while kill -0 "$pid" 2> /dev/null; do
-      if tr '\r' '\n' < "$dir/progress.log" | grep -q "4v4: started"; then
-        kill -9 "$pid"
-        break
-      fi
-      sleep 1
-    done
-    wait "$pid" 2> /dev/null || true
+    scripts/run-until-4v4.sh "$dir/progress.log" "$scratch/onitb.$which" generate --men 8 --mem 1GiB \
+      --no-move loss --compress 3 --work "$dir/work" --out "$dir/t8"
     end=$(date +%s.%N)
     echo "== round $round, $which: $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s to 4v4's start"
     tr '\r' '\n' < "$dir/progress.log" | grep ": done after" || true

@@ -250,30 +250,25 @@ impl CaptureSchedule {
         let frames: Vec<(usize, &[u8])> = (chunks.iter().enumerate())
             .flat_map(|(c, (_, entries))| entries.chunks(FRAME_BYTES).map(move |frame| (c, frame)))
             .collect();
-        // Chunks before `opened` are begun (an empty one has no frame).
-        let mut opened = 0;
         let mut packed = std::mem::take(&mut self.packed);
-        let mut written = Ok(());
-        for wave in frames.chunks(packed.len()) {
-            let lens: Vec<usize> =
-                packed.par_iter_mut().zip(wave).map(|(into, (_, raw))| entries::pack_frame(raw, into)).collect();
-            written = (packed.iter().zip(wave).zip(lens)).try_for_each(|((frame, &(c, raw)), len)| {
-                while opened <= c {
-                    self.begin_chunk(g, chunks[opened].0)?;
-                    opened += 1;
+        let written = (|| {
+            // Chunks before `opened` are begun (an empty one has no frame).
+            let mut opened = 0;
+            for wave in frames.chunks(packed.len()) {
+                let lens: Vec<usize> =
+                    packed.par_iter_mut().zip(wave).map(|(into, (_, raw))| entries::pack_frame(raw, into)).collect();
+                for ((frame, &(c, raw)), len) in packed.iter().zip(wave).zip(lens) {
+                    for &(depth, _) in &chunks[opened..=c] {
+                        self.begin_chunk(g, depth)?;
+                    }
+                    opened = opened.max(c + 1);
+                    self.append_frame(&frame[..len], raw.len() / ENTRY_BYTES)?;
                 }
-                self.append_frame(&frame[..len], raw.len() / ENTRY_BYTES)
-            });
-            if written.is_err() {
-                break;
             }
-        }
+            chunks[opened..].iter().try_for_each(|&(depth, _)| self.begin_chunk(g, depth))
+        })();
         self.packed = packed;
-        written?;
-        for &(depth, _) in &chunks[opened..] {
-            self.begin_chunk(g, depth)?;
-        }
-        Ok(())
+        written
     }
 
     /// Begins group `g`'s chunk at `depth_plies`, one with no entries yet.

@@ -221,9 +221,10 @@ impl DecisionLog {
     /// the batch with what its entries go to, and `visit(target, depth,
     /// layout, states)` is called for every entry of that group, step by
     /// step; it returns false for an entry that does not fit the target (a
-    /// layout outside the group), which is refused as damage. Groups are applied in parallel (an entry of one group touches
-    /// only its own target): on one thread, unpacking the log and writing
-    /// the values was most of finishing 8-men 4v4. Batches must come in the
+    /// layout outside the group), which is refused as damage. Groups are
+    /// applied in parallel (an entry of one group touches only its own
+    /// target): on one thread, unpacking the log and writing the values
+    /// was the larger part of finishing at 8 men. Batches must come in the
     /// order the steps visited groups (`is_later(g)`: does group g come
     /// after every group of the batch in that order?); each segment is read
     /// from where the last batch left it.

@@ -109,29 +109,38 @@ impl PackedWriter {
 
     /// Packs group `g`'s value bytes (its unpadded segment) as one frame.
     pub fn put(&mut self, g: usize, values: &[u8]) -> Result<(), DiskError> {
-        assert_eq!(values.len() as u64, self.lens[g], "a group's values are its whole segment");
-        assert!(self.frames[g].is_none(), "group {g} put twice");
-        let start = self.out.bytes;
-        let path = partial_path(&self.dir, self.material);
-        let write = |out: &mut Counting<BufWriter<File>>| -> io::Result<()> {
+        self.put_with(g, values.len(), |out| {
             let mut encoder = zstd::stream::write::Encoder::new(out, LEVEL)?;
             encoder.include_checksum(true)?;
             encoder.set_pledged_src_size(Some(values.len() as u64))?;
             encoder.write_all(values)?;
             encoder.finish()?;
             Ok(())
-        };
-        write(&mut self.out).map_err(|e| io_error("write", &path, e))?;
+        })
+    }
+
+    /// Writes group `g`'s frame, of its `len` value bytes, with `write`, and
+    /// records where it lies.
+    fn put_with(
+        &mut self,
+        g: usize,
+        len: usize,
+        write: impl FnOnce(&mut Counting<BufWriter<File>>) -> io::Result<()>,
+    ) -> Result<(), DiskError> {
+        assert_eq!(len as u64, self.lens[g], "a group's values are its whole segment");
+        assert!(self.frames[g].is_none(), "group {g} put twice");
+        let start = self.out.bytes;
+        write(&mut self.out).map_err(|e| io_error("write", &partial_path(&self.dir, self.material), e))?;
         self.frames[g] = Some((start, self.out.bytes - start));
         Ok(())
     }
 
     /// Packs a batch of groups, `(g, value bytes)`, as [`PackedWriter::put`]
-    /// does, but on the workers: each group is packed into its own region of
-    /// the `scratch` buffers (as long as its values, taken in turn while
-    /// they have room), then the frames are written in batch order. A group without a
-    /// region, or whose frame does not fit it (values that do not pack), is
-    /// packed by `put`. (Packed a group at a time on one thread, this was
+    /// does, but on the workers: each group is packed into its own region
+    /// of the `scratch` buffers (as long as its values, taken in turn while
+    /// they have room), then the frames are written in batch order. A group
+    /// without a region, or whose frame does not fit it (values that do not
+    /// pack), is packed by `put`. (Packed a group at a time on one thread, this was
     /// half of finishing 8-men 3v4.)
     pub fn put_batch(&mut self, groups: &[(usize, &[u8])], scratch: Vec<&mut [u8]>) -> Result<(), DiskError> {
         let mut rooms = scratch.into_iter();
@@ -165,21 +174,10 @@ impl PackedWriter {
             .collect();
         for (((g, values), region), len) in groups.iter().zip(&regions).zip(packed) {
             match (region, len) {
-                (Some(region), Some(len)) => self.put_frame(*g, values.len(), &region[..len])?,
+                (Some(region), Some(len)) => self.put_with(*g, values.len(), |out| out.write_all(&region[..len]))?,
                 _ => self.put(*g, values)?,
             }
         }
-        Ok(())
-    }
-
-    /// Writes group `g`'s frame, packed from its `len` value bytes.
-    fn put_frame(&mut self, g: usize, len: usize, frame: &[u8]) -> Result<(), DiskError> {
-        assert_eq!(len as u64, self.lens[g], "a group's values are its whole segment");
-        assert!(self.frames[g].is_none(), "group {g} put twice");
-        let start = self.out.bytes;
-        let path = partial_path(&self.dir, self.material);
-        self.out.write_all(frame).map_err(|e| io_error("write", &path, e))?;
-        self.frames[g] = Some((start, self.out.bytes - start));
         Ok(())
     }
 
