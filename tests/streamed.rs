@@ -128,6 +128,49 @@ fn the_announced_plan_is_what_the_solver_does() {
     assert!(computing > Duration::ZERO, "streamed steps report their kernels' time");
 }
 
+/// Initialisation's no-move losses are all that a first win step can move
+/// into, besides capture events at depth 1. Under the pass rule there are
+/// neither (a capture wins in one only by taking the master, which
+/// initialisation decides), so the first step visits no group, resident or
+/// streamed (it visited every group before session 22). The tables stay
+/// those of the resident solver and the reference (the other tests). (The
+/// default set's tables have no no-move loss up to 6 men: the loss rule's
+/// counts are the pass rule's there.)
+#[test]
+fn the_first_win_step_visits_only_groups_that_can_win_in_it() {
+    use onitb::solver::Progress;
+    use std::sync::Mutex;
+    for force_streamed in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = SolveConfig {
+            work_dir: force_streamed.then(|| dir.path().join("work")),
+            budget_bytes: force_streamed.then_some(64 << 20),
+            resume: false,
+            force_streamed,
+            io: IoChoice::Auto,
+            checkpoint_every: Duration::from_secs(60),
+        };
+        let events = Mutex::new(Vec::new());
+        solver::solve_with(&rules(NoMoveRule::Pass), 2, &config, &|p| events.lock().unwrap().push(p)).unwrap();
+        // Per pair: initialisation's line (depth 1, every group), then the
+        // first step's.
+        let first_steps: Vec<(u64, u64)> = events
+            .into_inner()
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e {
+                Progress::Step { depth_plies: 1, groups_visited, groups, .. } => Some((*groups_visited, *groups)),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .chunks(2)
+            .map(|c| c[1])
+            .collect();
+        assert!(first_steps.len() >= 3, "{first_steps:?}");
+        assert!(first_steps.iter().all(|&(visited, groups)| visited == 0 && groups > 0), "{first_steps:?}");
+    }
+}
+
 /// Values never take their raw size on disk: a streamed pair has no value
 /// file through initialisation and the steps (the capture schedule and the
 /// decision log stand in for it), and every finished material is packed.

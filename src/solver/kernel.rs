@@ -267,6 +267,9 @@ pub(super) struct UnitReport {
     /// Did the step change any of the unit's own lane words? (A streamed
     /// step writes back only groups it changed.)
     pub modified: bool,
+    /// States lost at depth 0 (initialisation only: the no-move losses,
+    /// which the first win step's moves may lead into).
+    pub lost_at_start: u64,
 }
 
 impl UnitReport {
@@ -276,6 +279,7 @@ impl UnitReport {
             undecided: a.undecided + b.undecided,
             events: a.events.union(b.events),
             modified: a.modified || b.modified,
+            lost_at_start: a.lost_at_start + b.lost_at_start,
         }
     }
 }
@@ -399,8 +403,16 @@ pub(super) struct InitLanes<'a> {
 }
 
 /// Decides wins in one, no-move losses and game-over holes, after the
-/// captures are folded into the value bytes.
-pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, mut own: InitLanes) -> UnitReport {
+/// captures are folded into the value bytes. The sides of the no-move
+/// losses are marked in `sides`: the first win step looks only at layouts
+/// with a move into one of those sides (see [`SideFlags`]).
+pub(super) fn initialize(
+    rules: &Rules,
+    moves: &MoveTable,
+    unit: Unit,
+    mut own: InitLanes,
+    sides: &SideFlags,
+) -> UnitReport {
     let win1 = Value::Win(1).to_byte();
     let loss0 = Value::Loss(0).to_byte();
     let mut report = UnitReport::default();
@@ -468,6 +480,10 @@ pub(super) fn initialize(rules: &Rules, moves: &MoveTable, unit: Unit, mut own: 
             set_values(values, lost_now, loss0);
             own.capture[n] = capture;
             let undecided = ALL_CARD_STATES & !(win_now | lost_now);
+            if lost_now != 0 {
+                sides.mark_changed(&layout);
+                report.lost_at_start += lost_now.count_ones() as u64;
+            }
             report.decided += (win_now | lost_now).count_ones() as u64;
             report.undecided += undecided.count_ones() as u64;
         }

@@ -522,7 +522,13 @@ fn run_fold(
     });
 }
 
-fn run_init(rules: &Rules, moves: &MoveTable, index: &MaterialIndex, units: &[UnitSpec], own: Own) -> Vec<UnitReport> {
+fn run_init(
+    rules: &Rules,
+    moves: &MoveTable,
+    (index, sides): (&MaterialIndex, &SideFlags),
+    units: &[UnitSpec],
+    own: Own,
+) -> Vec<UnitReport> {
     let (p, q) = (index.material.mover as usize, index.material.opponent as usize);
     let plane_ranges = || units.iter().map(|&u| unit_elements(own.plane_map, index, u, 1));
     let won = carve_mut(own.won, plane_ranges());
@@ -538,7 +544,7 @@ fn run_init(rules: &Rules, moves: &MoveTable, index: &MaterialIndex, units: &[Un
         .map(|(&(g, start, end), (((((won, lost), fresh), capture), values), next_event))| {
             let group = &index.groups()[g];
             let own = kernel::InitLanes { won, lost, fresh, capture, values, next_event };
-            kernel::initialize(rules, moves, Unit { group, p, q, start, end }, own)
+            kernel::initialize(rules, moves, Unit { group, p, q, start, end }, own, sides)
         })
         .collect()
 }
@@ -718,7 +724,10 @@ fn record_reports(
         groups[g].undecided = merged.undecided;
         if !mark {
             // Initialisation: the only pass that reports capture events.
+            // Its no-move losses are what the first win step's moves can
+            // lead into, so they alone count as changed.
             groups[g].events = merged.events;
+            changed.now[g] = merged.lost_at_start > 0;
         }
         if mark && merged.decided > 0 {
             changed.now[g] = true;
@@ -740,7 +749,8 @@ fn groups_to_visit(this: &Work, target: &Work, depth: u16, among: &[usize]) -> V
             if state.undecided == 0 {
                 return false;
             }
-            if depth <= 2 || state.events.contains(depth) {
+            // The first loss step has no answer of two steps ago to keep.
+            if depth == 2 || state.events.contains(depth) {
                 return true;
             }
             let group = &this.index.groups()[g];
@@ -812,7 +822,7 @@ fn initialize(
             let region = ReadRegion { map: &map, data: values };
             run_fold(moves, &work.index, &units, own_resident(lanes, &pm, &vm), c.index, &region, 0x1f);
         }
-        let reports = run_init(rules, moves, &work.index, &units, own_resident(lanes, &pm, &vm));
+        let reports = run_init(rules, moves, (&work.index, &work.sides), &units, own_resident(lanes, &pm, &vm));
         return Ok(record(work, &units, &reports, false));
     };
     let mut total = UnitReport::default();
@@ -856,7 +866,7 @@ fn initialize(
                     run_fold(moves, &work.index, &units, owns[0].own(&pm, &vm), c.index, &region, 1 << row);
                 }
             }
-            let reports = run_init(rules, moves, &work.index, &units, window.owns[0].own(&pm, &vm));
+            let reports = run_init(rules, moves, (&work.index, &work.sides), &units, window.owns[0].own(&pm, &vm));
             // Not the values: the capture schedule below is all the steps
             // need of them, and finishing makes them from the planes and
             // the decision log, so the material has no value file till then.
@@ -926,7 +936,7 @@ fn step(
                 depth_plies: depth,
                 target_sides,
                 own_sides: sides,
-                may_skip: depth > 2,
+                may_skip: depth != 2,
                 kept: kept.as_ref(),
                 // Set by `run_step`, which knows the landing lane.
                 kept_lane: &[],
@@ -977,7 +987,7 @@ fn step(
                 depth_plies: depth,
                 target_sides: &target.sides,
                 own_sides: &this_ref.sides,
-                may_skip: depth > 2,
+                may_skip: depth != 2,
                 kept: None,
                 kept_lane: &[],
                 landing_fresh: None,
@@ -1507,6 +1517,13 @@ fn solve_pair(
                 let report = initialize(rules, moves, work, captured.as_ref(), reborrow!())?;
                 state.decided += report.decided;
                 state.pending_plies = state.pending_plies.max(report.events.deepest());
+            }
+            // What initialisation lost is what changed before the first
+            // step. (A run resumed after it has every flag set, as after
+            // any step: slower, the same table.)
+            for work in works.iter_mut() {
+                work.sides.end_step();
+                work.changed.end_step();
             }
             let io = io_now(&window);
             progress(Progress::Step {
