@@ -138,6 +138,10 @@ struct GenerateArgs {
     /// Print no progress lines.
     #[arg(long)]
     quiet: bool,
+    /// Print a progress line for every step, not only every 10 plies or 10
+    /// seconds; a streamed step's line also says where its time went.
+    #[arg(long, short, conflicts_with = "quiet")]
+    verbose: bool,
     /// Work directory: solved materials and the checkpoint go here, and
     /// materials that do not fit --mem are streamed from here.
     #[arg(long, value_name = "DIR")]
@@ -423,6 +427,7 @@ fn generate(args: GenerateArgs) -> Result<()> {
     let out = OutputDir::prepare(&args.out)?;
     let reporter = Reporter {
         quiet: args.quiet,
+        every_step: args.verbose,
         start: Instant::now(),
         depth: AtomicU64::new(0),
         last_io: Mutex::new((Instant::now(), IoTotals::default())),
@@ -518,6 +523,8 @@ fn peak_memory() -> Option<u64> {
 /// Progress lines on stderr with the elapsed time.
 struct Reporter {
     quiet: bool,
+    /// A line for every step (`--verbose`).
+    every_step: bool,
     start: Instant,
     /// Depth of the last step, for the closing line of a material.
     depth: AtomicU64,
@@ -644,15 +651,23 @@ impl Reporter {
                 let kind = if depth_plies % 2 == 1 { 0 } else { 1 };
                 self.pair_times.lock().unwrap_or_else(|e| e.into_inner())[kind] += times;
                 let mut last = self.last_io.lock().unwrap_or_else(|e| e.into_inner());
-                if depth_plies == 1 {
+                // A pair's work-file totals start from zero.
+                if depth_plies <= 1 {
                     *last = (Instant::now(), IoTotals::default());
                 }
-                if depth_plies % PROGRESS_EVERY_PLIES == 0 || last.0.elapsed() >= PROGRESS_EVERY {
+                if self.every_step || depth_plies % PROGRESS_EVERY_PLIES == 0 || last.0.elapsed() >= PROGRESS_EVERY {
                     let tail = self.io_and_eta(&last, io);
                     let sparse = if groups_sparse > 0 { format!(" ({groups_sparse} sparse)") } else { String::new() };
-                    self.line(format_args!(
-                        "  depth {depth_plies} plies, {decided} states decided, step visited {groups_visited}/{groups} groups{sparse}{tail}"
-                    ));
+                    let spent = match self.every_step && times != StepTimes::default() {
+                        true => format!("; {}", time_spent(&times)),
+                        false => String::new(),
+                    };
+                    match depth_plies {
+                        0 => self.line(format_args!("  initialised, {decided} states decided{tail}")),
+                        _ => self.line(format_args!(
+                            "  depth {depth_plies} plies, {decided} states decided, step visited {groups_visited}/{groups} groups{sparse}{tail}{spent}"
+                        )),
+                    }
                     *last = (Instant::now(), io);
                 }
             }
@@ -685,16 +700,18 @@ fn step_times([win, loss]: &[StepTimes; 2]) -> String {
     if *win == StepTimes::default() && *loss == StepTimes::default() {
         return String::new();
     }
-    let kind = |times: &StepTimes| {
-        format!(
-            "computing {}, settling {}, waiting for I/O {} (storing and reading busy {})",
-            elapsed(times.computing),
-            elapsed(times.settling),
-            elapsed(times.waiting_for_io),
-            elapsed(times.storing_and_reading)
-        )
-    };
-    format!("; win steps: {}; loss steps: {}", kind(win), kind(loss))
+    format!("; win steps: {}; loss steps: {}", time_spent(win), time_spent(loss))
+}
+
+/// Where streamed steps spent their time, as text.
+fn time_spent(times: &StepTimes) -> String {
+    format!(
+        "computing {}, settling {}, waiting for I/O {} (storing and reading busy {})",
+        elapsed(times.computing),
+        elapsed(times.settling),
+        elapsed(times.waiting_for_io),
+        elapsed(times.storing_and_reading)
+    )
 }
 
 /// `1v2+2v1`, or `2v2` for a material that is its own mirror.

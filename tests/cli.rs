@@ -85,6 +85,32 @@ fn generate_then_stats_gives_the_published_counts() {
     assert_eq!(entries(cwd), ["t2", "t4"]);
 }
 
+/// `--verbose`: a line for every step (the default is one every 10 plies
+/// or 10 seconds), and streamed steps say where their time went.
+#[test]
+fn verbose_prints_every_step() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    let depths = |progress: &str, pair: &str| -> Vec<u32> {
+        let part = progress.split(&format!("{pair}: started")).nth(1).unwrap().split(&format!("{pair}: done")).next();
+        part.unwrap().lines().filter_map(|l| l.split("depth ").nth(1)?.split(" plies,").next()?.parse().ok()).collect()
+    };
+    let out = succeeds(cwd, &["generate", "--men", "4", "--out", "quiet"]);
+    let few = depths(&text(&out.stderr), "2v2");
+    let out = succeeds(cwd, &["generate", "--men", "4", "--out", "memory", "--verbose"]);
+    let every = depths(&text(&out.stderr), "2v2");
+    assert!(every.len() > 20 && every.len() > few.len(), "{every:?} against {few:?}");
+    assert_eq!(every, (1..=every.len() as u32).collect::<Vec<_>>(), "one line per step");
+    assert!(text(&out.stderr).contains("  initialised, "), "and one for initialisation");
+    let args = ["generate", "--men", "4", "--mem", "8MiB", "--work", "w", "--out", "streamed", "-v"];
+    let progress = text(&succeeds(cwd, &args).stderr);
+    let streamed = progress.split("2v2: started").nth(1).unwrap();
+    assert!(streamed.contains("streamed"), "{progress}");
+    let step = streamed.lines().find(|l| l.contains("depth 2 plies,")).unwrap();
+    assert!(step.contains("computing") && step.contains("work files: read"), "{step}");
+    fails(cwd, &["generate", "--men", "4", "--out", "both", "--quiet", "--verbose"], "--quiet");
+}
+
 #[test]
 fn generate_can_write_compressed_shards_the_same_as_compress_does() {
     let tmp = tempfile::tempdir().unwrap();

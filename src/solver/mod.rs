@@ -120,10 +120,11 @@ pub enum Progress {
         /// initialised), if it goes on from there.
         resumed_at_plies: Option<u16>,
     },
-    /// A step of the pair in progress ended: states decided so far, groups
-    /// the step visited (of all of the pair's), groups whose own planes are
-    /// sparse now (streamed pairs, `sparse`), work-file I/O of the pair so
-    /// far, and where the step's time went (streamed pairs).
+    /// A step of the pair in progress ended (depth 0: its initialisation,
+    /// which visits every group): states decided so far, groups the step
+    /// visited (of all of the pair's), groups whose own planes are sparse
+    /// now (streamed pairs, `sparse`), work-file I/O of the pair so far,
+    /// and where the step's time went (streamed pairs).
     Step {
         depth_plies: u16,
         decided: u64,
@@ -1527,7 +1528,7 @@ fn solve_pair(
             }
             let io = io_now(&window);
             progress(Progress::Step {
-                depth_plies: 1,
+                depth_plies: 0,
                 decided: state.decided,
                 groups_visited: groups,
                 groups,
