@@ -628,6 +628,8 @@ impl Reporter {
             Progress::RunStarted { pairs } => self.eta().left = pairs,
             Progress::MaterialStarted { materials, layouts, streamed, resumed_at_plies } => {
                 self.eta().pair_started(materials, layouts, streamed);
+                // A pair's work-file totals start from zero.
+                *self.last_io.lock().unwrap_or_else(|e| e.into_inner()) = (Instant::now(), IoTotals::default());
                 self.depth.store(resumed_at_plies.unwrap_or(0) as u64, Ordering::Relaxed);
                 let how = if streamed { "streamed from the work directory" } else { "in memory" };
                 let resumed = match resumed_at_plies {
@@ -651,10 +653,6 @@ impl Reporter {
                 let kind = if depth_plies % 2 == 1 { 0 } else { 1 };
                 self.pair_times.lock().unwrap_or_else(|e| e.into_inner())[kind] += times;
                 let mut last = self.last_io.lock().unwrap_or_else(|e| e.into_inner());
-                // A pair's work-file totals start from zero.
-                if depth_plies <= 1 {
-                    *last = (Instant::now(), IoTotals::default());
-                }
                 if self.every_step || depth_plies % PROGRESS_EVERY_PLIES == 0 || last.0.elapsed() >= PROGRESS_EVERY {
                     let tail = self.io_and_eta(&last, io);
                     let sparse = if groups_sparse > 0 { format!(" ({groups_sparse} sparse)") } else { String::new() };
