@@ -7,7 +7,7 @@
 #                        so that the checkpoint stays readable
 #   DIR/work, DIR/t8     the work directory and the table (compressed)
 #   DIR/time.N.txt       /usr/bin/time -v of attempt N (CPU, wall, peak RSS)
-#   DIR/progress.N.log   its progress lines
+#   DIR/progress.N.log   its progress lines (`--verbose`: one per step)
 #   DIR/disk.log         every 10 s: time, work-directory bytes (allocated),
 #                        bytes free on the disk
 #   DIR/rss.log          every 30 s: time, VmHWM of the running attempt
@@ -79,7 +79,12 @@ disk_sampler=$!
 rss_sampler=$!
 trap 'kill "$disk_sampler" "$rss_sampler" 2>/dev/null || true' EXIT
 status=0
+# A progress line for every step (where each step's time went), if the
+# binary has it (older ones, given as $ONITB, do not).
+verbose=()
+if "$dir/onitb" generate --help | grep -q -- --verbose; then verbose=(--verbose); fi
 /usr/bin/time -v -o "$dir/time.$attempt.txt" "$dir/onitb" generate --men 8 --mem 1GiB --work "$dir/work" \
-  --out "$dir/t8" --no-move loss --compress 3 "${resume[@]}" "$@" 2>"$dir/progress.$attempt.log" || status=$?
+  --out "$dir/t8" --no-move loss --compress 3 "${resume[@]}" "${verbose[@]}" "$@" \
+  2>"$dir/progress.$attempt.log" || status=$?
 report
 exit "$status"
