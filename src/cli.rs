@@ -656,9 +656,10 @@ impl Reporter {
                 if self.every_step || depth_plies % PROGRESS_EVERY_PLIES == 0 || last.0.elapsed() >= PROGRESS_EVERY {
                     let tail = self.io_and_eta(&last, io);
                     let sparse = if groups_sparse > 0 { format!(" ({groups_sparse} sparse)") } else { String::new() };
-                    let spent = match self.every_step && times != StepTimes::default() {
-                        true => format!("; {}", time_spent(&times)),
-                        false => String::new(),
+                    let spent = if self.every_step && times != StepTimes::default() {
+                        format!("; {}", time_spent(&times))
+                    } else {
+                        String::new()
                     };
                     match depth_plies {
                         0 => self.line(format_args!("  initialised, {decided} states decided{tail}")),
