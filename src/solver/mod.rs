@@ -67,7 +67,9 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use thiserror::Error;
-use window::{OwnBuffers, Packed, StepReads, ValueSegments, WINDOW_PLANES, Window, minimum_budget, streamed_minimum};
+use window::{
+    OwnBuffers, Packed, SlicePart, StepReads, ValueSegments, WINDOW_PLANES, Window, minimum_budget, streamed_minimum,
+};
 use work_files::MaterialFiles;
 
 /// Placements per unit of parallel work: big enough to amortise scheduling,
@@ -1020,8 +1022,7 @@ fn step(
             let from_log = (&target.planes, landing_log.as_ref());
             let stages = window.owns.len();
             // Job k computes in window k % stages; its slice buffer is the
-            // previous job's if the slice is the same, else the other one
-            // (so with two, the next slice is read while the current is used).
+            // previous job's if the slice is the same, else the other one.
             let mut slice_of: Vec<usize> = Vec::with_capacity(jobs.len());
             for k in 0..jobs.len() {
                 slice_of.push(match k {
@@ -1030,25 +1031,45 @@ fn step(
                     _ => (slice_of[k - 1] + 1) % stages,
                 });
             }
+            // With two, the other slice buffer is free from a run's first
+            // job on, so each job of a run of jobs with the same slice
+            // reads its share of the next run's slice into it: (that run's
+            // first job, the part). Read with the run's last job alone,
+            // the slice made the workers wait (docs/BENCHMARKS.md).
+            let mut ahead: Vec<Option<(usize, SlicePart)>> = vec![None; jobs.len()];
+            let mut first = 0;
+            while stages == 2 && first < jobs.len() {
+                let next = (first..jobs.len()).find(|&j| jobs[j].0 != jobs[first].0).unwrap_or(jobs.len());
+                if next < jobs.len() {
+                    let parts = SlicePart::split(jobs[next].0.clone(), &target.planes, next - first);
+                    for (k, part) in (first..next).zip(parts) {
+                        ahead[k] = Some((next, part));
+                    }
+                }
+                first = next;
+            }
             let Window { owns, slices, io } = &mut *window;
-            // Reads job k into `own` (and its landing slice into `slice`,
-            // if given) and fills its due states: the job's maps, and where
-            // the slice was put.
+            // Reads job k into `own` (and a landing slice, a range of the
+            // mirror's groups, into its buffer, if given) and fills its due
+            // states: the job's maps, and where the slice was put.
             let load = |own: &mut OwnBuffers,
-                        mut slice: Option<&mut AlignedBuf>,
+                        slice: Option<(&mut AlignedBuf, SlicePart)>,
                         k: usize,
                         disk: &mut DiskIo,
                         io: &mut IoTotals|
              -> Result<LoadedJob, SolveError> {
-                let (maps, at, (mut requests, fill)) = reads.plan(own, slice.as_deref_mut(), &jobs[k], io);
+                let (mut buffer, part) = slice.unzip();
+                let groups = part.as_ref().map(|p| p.part.clone());
+                let slice = buffer.as_deref_mut().zip(part);
+                let (maps, at, (mut requests, fill)) = reads.plan(own, slice, &jobs[k].1, io);
                 window::fetch(disk, (&mut requests, fill), from_log, &mut io.bytes_read)?;
                 drop(requests);
                 own.unpack_sparse(this_ref, &maps.0, |g| if relisting(g) { Base::Dense } else { Base::Holes })?;
                 // A loss step's landing `won` of sparse groups is their
                 // dense segment with their records laid over it.
-                if let (false, Some(slice), Some((start, len))) = (win_step, slice, at) {
-                    let words = &mut slice.words_mut()[..len / 4];
-                    own.patch_landing_won(disk, target, jobs[k].0.clone(), (start, words), io)?;
+                if let (false, Some(buffer), Some(groups), Some((start, len))) = (win_step, buffer, groups, at) {
+                    let words = &mut buffer.words_mut()[..len / 4];
+                    own.patch_landing_won(disk, target, groups, (start, words), io)?;
                 }
                 let due_groups: Vec<usize> = jobs[k].1.iter().copied().filter(|&g| due(g)).collect();
                 own.fill_due(this_ref.files().schedule(), (&maps.0, &maps.1), (this_ref, &due_groups), depth, io)?;
@@ -1094,6 +1115,9 @@ fn step(
             let mut turned: Vec<(usize, u32)> = Vec::new();
             // Lane byte offset and length of the slice each buffer holds.
             let mut slice_at = vec![(0u64, 0usize); stages];
+            // The groups of the slice each buffer holds: a job computed
+            // against another slice would decide wrongly.
+            let mut slice_groups: Vec<Option<Range<usize>>> = vec![None; stages];
             // Maps of the job loaded next.
             let mut loaded: Option<(Packed, Packed)> = None;
             // With two windows, the job computed last and not yet stored
@@ -1101,9 +1125,11 @@ fn step(
             let mut unstored: Option<Computed> = None;
             if !jobs.is_empty() {
                 let started = Instant::now();
-                let (maps, at) = load(&mut owns[0], Some(&mut slices[0]), 0, disk, io)?;
+                let slice = SlicePart::whole(jobs[0].0.clone());
+                let (maps, at) = load(&mut owns[0], Some((&mut slices[0], slice)), 0, disk, io)?;
                 times.io_in_turn(started);
                 slice_at[0] = at.expect("a slice was planned");
+                slice_groups[0] = Some(jobs[0].0.clone());
                 loaded = Some(maps);
             }
             // What a computed job leaves for storing, worked out in its
@@ -1144,18 +1170,20 @@ fn step(
                 let units = units_of(&this_ref.index, &jobs[k].1);
                 let (w, sb) = (k % stages, slice_of[k]);
                 let (first_byte, len) = slice_at[sb];
+                assert_eq!(slice_groups[sb].as_ref(), Some(&jobs[k].0), "job {k}'s slice buffer holds its slice");
                 let map = Span { layout: &target.planes, first_byte, element_bytes: 4 };
                 let (reports, computed) = if stages == 2 {
                     // While the workers compute job k in one window, a thread
                     // of its own stores job k - 1 from the other, then reads
-                    // job k + 1 into it (and its slice into the other slice
-                    // buffer, if the slice is new). Job k is settled as soon
+                    // job k + 1 into it (and its part of the next run's
+                    // slice into the other slice buffer). Job k is settled as soon
                     // as it is computed, while that thread may still be
                     // reading: the two touch different windows, and settling
                     // writes the log through its own file, not `disk`.
                     let (own_now, own_other) = pair_mut(owns, w);
                     let (slice_now, slice_other) = pair_mut(slices, sb);
-                    let new_slice = jobs.get(k + 1).is_some_and(|_| slice_of[k + 1] != sb).then_some(slice_other);
+                    let ahead = ahead[k].clone();
+                    let new_slice = ahead.as_ref().map(|(_, part)| (slice_other, part.clone()));
                     let mut other_io = IoTotals::default();
                     let region = ReadRegion { map: &map, data: &slice_now.words()[..len / 4] };
                     let previous = unstored.take();
@@ -1186,8 +1214,10 @@ fn step(
                     let (loaded_next, busy) = other.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
                     times.storing_and_reading += busy;
                     if let Some((maps, at)) = loaded_next {
-                        if let Some(at) = at {
-                            slice_at[slice_of[k + 1]] = at;
+                        if let (Some(at), Some((j, part))) = (at, ahead) {
+                            // Whole once its last part is read.
+                            slice_at[slice_of[j]] = at;
+                            slice_groups[slice_of[j]] = (part.part.end == part.slice.end).then_some(part.slice);
                         }
                         loaded = Some(maps);
                     }
@@ -1214,10 +1244,12 @@ fn step(
                     if k + 1 < jobs.len() {
                         // One window: read the next job only now that this
                         // one is stored.
-                        let new_slice = (jobs[k + 1].0 != jobs[k].0).then_some(&mut slices[0]);
+                        let new_slice = (jobs[k + 1].0 != jobs[k].0)
+                            .then(|| (&mut slices[0], SlicePart::whole(jobs[k + 1].0.clone())));
                         let (maps, at) = load(&mut owns[0], new_slice, k + 1, disk, io)?;
                         if let Some(at) = at {
                             slice_at[0] = at;
+                            slice_groups[0] = Some(jobs[k + 1].0.clone());
                         }
                         loaded = Some(maps);
                     }

@@ -97,24 +97,23 @@ impl Window {
         Ok(Window { owns, slices, io: IoTotals::default() })
     }
 
-    /// Splits `groups` into batches whose segments fit one window.
+    /// Splits `groups` into as few batches as fit one window each (in
+    /// order), of about equal size: a run of groups split greedily ends in
+    /// a small batch, and in a step that batch is computed while the next
+    /// job's landing slice is read, so the workers waited on the disk there
+    /// (about 95% of a 4v4 step's wait for I/O, docs/BENCHMARKS.md).
     pub fn batches(&self, work: &Work, groups: &[usize]) -> Vec<Vec<usize>> {
-        let (plane_cap, value_cap) = (self.owns[0].planes[0].len() as u64, self.owns[0].values.len() as u64);
-        let mut out: Vec<Vec<usize>> = Vec::new();
-        let (mut planes, mut values) = (0u64, 0u64);
-        for &g in groups {
-            let p = padded_len(&work.planes, g);
-            let v = padded_len(&work.values, g);
-            assert!(p <= plane_cap && v <= value_cap, "the budget check admits every group");
-            if out.is_empty() || planes + p > plane_cap || values + v > value_cap {
-                out.push(Vec::new());
-                (planes, values) = (0, 0);
-            }
-            out.last_mut().expect("pushed above").push(g);
-            planes += p;
-            values += v;
+        let caps = (self.owns[0].planes[0].len() as u64, self.owns[0].values.len() as u64);
+        let sizes: Vec<(u64, u64)> =
+            groups.iter().map(|&g| (padded_len(&work.planes, g), padded_len(&work.values, g))).collect();
+        for &(p, v) in &sizes {
+            assert!(p <= caps.0 && v <= caps.1, "the budget check admits every group");
         }
-        out
+        let greedy = greedy_batches(&sizes, caps);
+        // One more batch than the fewest, if even batches need it, is as
+        // good: what costs is a batch much smaller than its neighbours.
+        let even = (greedy.len()..=greedy.len() + 1).find_map(|count| even_batches(&sizes, caps, count));
+        even.unwrap_or(greedy).into_iter().map(|batch| batch.map(|i| groups[i]).collect()).collect()
     }
 
     /// Brings the segments of `batch` into the first window: reads the
@@ -562,28 +561,30 @@ pub(super) fn fetch(
 }
 
 impl<F: Fn(usize) -> FileId> StepReads<'_, F> {
-    /// Plans loading job (`slice`, `batch`) into `own`, and its landing
-    /// slice into `slice_buffer` if given (None: the buffer the job uses
-    /// already holds it). Returns the maps, where the slice was put, and
-    /// the reads.
+    /// Plans loading `batch` into `own`, and a part of a landing slice
+    /// (of a range of the mirror's groups: the job's own, or a later job's
+    /// read ahead) into its buffer if given. Returns the maps, where the
+    /// whole slice is put, and the reads.
     pub fn plan<'a>(
         &self,
         own: &'a mut OwnBuffers,
-        slice_buffer: Option<&'a mut AlignedBuf>,
-        (slice, batch): &(Range<usize>, Vec<usize>),
+        slice: Option<(&'a mut AlignedBuf, SlicePart)>,
+        batch: &[usize],
         io: &mut IoTotals,
     ) -> PlannedJob<'a> {
         let (pm, vm, mut requests) = own.plan_load(self.work, batch, (self.lanes, self.values), io);
         let mut fill = None;
-        let slice_at = slice_buffer.map(|buffer| {
+        let slice_at = slice.map(|(buffer, SlicePart { slice, part })| {
             if self.landing_log.is_some() {
                 let span = self.landing.span(slice.clone());
                 let len = (span.end - span.start) as usize;
-                fill = Some(LandingFill { groups: slice.clone(), words: &mut buffer.words_mut()[..len / 4] });
+                let words = self.landing.span(part.clone());
+                let words = ((words.start - span.start) / 4) as usize..((words.end - span.start) / 4) as usize;
+                fill = Some(LandingFill { groups: part, words: &mut buffer.words_mut()[words] });
                 return (span.start, len);
             }
             let holes = |g: usize| self.landing_holes[g];
-            let (at, slice_requests) = plan_slice(buffer, &self.file_of, self.landing, (slice.clone(), &holes), io);
+            let (at, slice_requests) = plan_slice(buffer, &self.file_of, self.landing, (slice, part, &holes), io);
             requests.extend(slice_requests);
             at
         });
@@ -591,28 +592,72 @@ impl<F: Fn(usize) -> FileId> StepReads<'_, F> {
     }
 }
 
-/// Plans reading the groups `groups` of a plane lane (one contiguous
-/// range; group g from file `file_of(g)`, one request per run of groups in
-/// the same file) into `slice`, but for the groups `hole(g)` marks: those
-/// are filled here with holes' words (every card state set) and not read.
-/// Returns the lane byte offset the buffer starts at, the byte length, and
-/// the reads.
+/// A part of a landing slice: the slice's groups (a range of the mirror's
+/// groups, which sets where each lands in the slice buffer) and those of
+/// them to read now (a range within).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct SlicePart {
+    pub slice: Range<usize>,
+    pub part: Range<usize>,
+}
+
+impl SlicePart {
+    /// All of `slice`.
+    pub fn whole(slice: Range<usize>) -> SlicePart {
+        SlicePart { part: slice.clone(), slice }
+    }
+
+    /// `slice` split into `count` parts of about equal bytes of `layout`
+    /// (some empty, if it has fewer groups).
+    pub fn split(slice: Range<usize>, layout: &LaneLayout, count: usize) -> Vec<SlicePart> {
+        let span = layout.span(slice.clone());
+        let total = span.end - span.start;
+        let mut parts: Vec<SlicePart> = Vec::with_capacity(count);
+        let mut start = slice.start;
+        for i in 1..=count {
+            // The part ends before the first group whose middle lies past
+            // its share.
+            let share = span.start + total * i as u64 / count as u64;
+            let mut end = start;
+            while end < slice.end {
+                let segment = layout.span(end..end + 1);
+                if (segment.start + segment.end) / 2 > share && i < count {
+                    break;
+                }
+                end += 1;
+            }
+            parts.push(SlicePart { slice: slice.clone(), part: start..end });
+            start = end;
+        }
+        debug_assert_eq!(start, slice.end, "the parts cover the slice");
+        parts
+    }
+}
+
+/// Plans reading the groups `part` of the groups `groups` of a plane lane
+/// (one contiguous range; group g from file `file_of(g)`, one request per
+/// run of groups in the same file) into `slice`, where `groups` start at
+/// its first byte, but for the groups `hole(g)` marks: those are filled
+/// here with holes' words (every card state set) and not read. Returns the
+/// lane byte offset the buffer starts at, the byte length of `groups`,
+/// and the reads.
 pub(super) fn plan_slice<'a>(
     slice: &'a mut AlignedBuf,
     file_of: impl Fn(usize) -> FileId,
     layout: &LaneLayout,
-    (groups, hole): (Range<usize>, &dyn Fn(usize) -> bool),
+    (groups, part, hole): (Range<usize>, Range<usize>, &dyn Fn(usize) -> bool),
     io: &mut IoTotals,
 ) -> ((u64, usize), Vec<ReadRequest<'a>>) {
     if groups.is_empty() {
         return ((0, 0), Vec::new());
     }
+    debug_assert!(groups.start <= part.start && part.end <= groups.end, "the part is of the slice");
     debug_assert_eq!(layout.bytes_per_layout(), 4, "holes are plane words");
     let span = layout.span(groups.clone());
     let len = (span.end - span.start) as usize;
     let relative = |bytes: Range<u64>| (bytes.start - span.start) as usize..(bytes.end - span.start) as usize;
     let mut runs: Vec<(FileId, Range<usize>)> = Vec::new();
-    for g in groups {
+    for g in part {
         if hole(g) {
             let words = relative(layout.segment(g));
             slice.words_mut()[words.start / 4..words.end / 4].fill(ALL_CARD_STATES);
@@ -724,6 +769,48 @@ pub(super) fn streamed_minimum(works: &[Work], captured: &[Option<&FinishedMater
     )
 }
 
+/// Splits items of (plane, value) `sizes` into runs that fit `caps`, each
+/// as long as it can be (the fewest runs).
+fn greedy_batches(sizes: &[(u64, u64)], caps: (u64, u64)) -> Vec<Range<usize>> {
+    let mut out: Vec<Range<usize>> = Vec::new();
+    let (mut planes, mut values) = (0u64, 0u64);
+    for (i, &(p, v)) in sizes.iter().enumerate() {
+        match out.last_mut() {
+            Some(last) if planes + p <= caps.0 && values + v <= caps.1 => last.end = i + 1,
+            _ => {
+                out.push(i..i + 1);
+                (planes, values) = (0, 0);
+            }
+        }
+        planes += p;
+        values += v;
+    }
+    out
+}
+
+/// Splits items of (plane, value) `sizes` into `count` runs of about equal
+/// plane bytes (an item goes to the run its middle falls in), or `None` if
+/// a run would not fit `caps` or be empty.
+fn even_batches(sizes: &[(u64, u64)], caps: (u64, u64), count: usize) -> Option<Vec<Range<usize>>> {
+    let total: u64 = sizes.iter().map(|s| s.0).sum();
+    if count == 0 || total == 0 {
+        return None;
+    }
+    let mut out: Vec<Range<usize>> = (0..count).map(|_| 0..0).collect();
+    let mut before = 0u64;
+    for (i, &(p, _)) in sizes.iter().enumerate() {
+        let run = ((u128::from(before) * 2 + u128::from(p)) * count as u128 / (u128::from(total) * 2)) as usize;
+        let run = &mut out[run.min(count - 1)];
+        *run = if Range::is_empty(run) { i..i + 1 } else { run.start..i + 1 };
+        before += p;
+    }
+    let fits = |run: &Range<usize>| {
+        let (p, v) = sizes[run.clone()].iter().fold((0, 0), |(p, v), s| (p + s.0, v + s.1));
+        !run.is_empty() && p <= caps.0 && v <= caps.1
+    };
+    out.iter().all(fits).then_some(out)
+}
+
 /// Bytes a group's segment takes with its padding.
 /// Is every byte of `bytes` zero? (OR-folded in chunks, which the compiler
 /// vectorises: segments are megabytes.)
@@ -742,6 +829,74 @@ mod tests {
     use crate::blockio::IoChoice;
     use crate::solver::disk::LaneFile;
     use std::os::unix::fs::FileExt;
+
+    /// Batches cover the groups in order, each fits the window, there are
+    /// as few as greedy packing makes (or one more), and no batch is much
+    /// smaller than the others, where greedy packing leaves a small last
+    /// one.
+    #[test]
+    fn batches_are_few_and_even() {
+        let mut state = 12345u64;
+        let mut next = |limit: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % limit + 1
+        };
+        for _ in 0..500 {
+            let items = next(60) as usize;
+            let sizes: Vec<(u64, u64)> = (0..items).map(|_| (next(100), next(100))).collect();
+            let caps = (100 + next(400), 100 + next(400));
+            let greedy = greedy_batches(&sizes, caps);
+            let even = (greedy.len()..=greedy.len() + 1).find_map(|count| even_batches(&sizes, caps, count));
+            for runs in [Some(&greedy), even.as_ref()].into_iter().flatten() {
+                let covered: Vec<usize> = runs.iter().flat_map(|r| r.clone()).collect();
+                assert_eq!(covered, (0..items).collect::<Vec<_>>());
+                for run in runs {
+                    let (p, v) = sizes[run.clone()].iter().fold((0, 0), |(p, v), s| (p + s.0, v + s.1));
+                    assert!(!run.is_empty() && p <= caps.0 && v <= caps.1);
+                }
+            }
+            let Some(even) = even else { continue };
+            assert!(even.len() <= greedy.len() + 1);
+            // Each run holds its share of the planes, within one item.
+            let total: u64 = sizes.iter().map(|s| s.0).sum();
+            for run in &even {
+                let p: u64 = sizes[run.clone()].iter().map(|s| s.0).sum();
+                assert!(p + 2 * 100 >= total / even.len() as u64, "{p} of {total} in {} runs", even.len());
+            }
+        }
+        // Greedy packing of ten equal groups, four to a window, leaves two
+        // in the last batch; even batches hold three or four.
+        let sizes = [(1, 1); 10];
+        assert_eq!(greedy_batches(&sizes, (4, 4)), vec![0..4, 4..8, 8..10]);
+        let even = even_batches(&sizes, (4, 4), 3).unwrap();
+        assert!(even.iter().all(|run| run.len() >= 3), "{even:?}");
+    }
+
+    /// A slice's parts cover its groups in order, as many as asked, each
+    /// within a group's bytes of its share.
+    #[test]
+    fn slice_parts_cover_the_slice_in_even_shares() {
+        let index = MaterialIndex::new(Material::new(3, 3));
+        let layout = LaneLayout::new(&index, 4);
+        let groups = index.groups().len();
+        let largest = (0..groups).map(|g| padded_len(&layout, g)).max().unwrap();
+        for (slice, count) in [(0..groups, 1), (0..groups, 7), (3..groups / 2, 4), (5..7, 5), (9..10, 3)] {
+            let parts = SlicePart::split(slice.clone(), &layout, count);
+            assert_eq!(parts.len(), count);
+            let mut at = slice.start;
+            let span = layout.span(slice.clone());
+            let share = (span.end - span.start) / count as u64;
+            for part in &parts {
+                assert_eq!(part.slice, slice);
+                assert_eq!(part.part.start, at, "parts follow each other");
+                at = part.part.end;
+                let bytes = layout.span(part.part.clone());
+                assert!((bytes.end - bytes.start).abs_diff(share) <= largest, "{part:?}: a share of {share}");
+            }
+            assert_eq!(at, slice.end, "the parts cover the slice");
+        }
+        assert_eq!(SlicePart::whole(2..5), SlicePart { slice: 2..5, part: 2..5 });
+    }
 
     /// A landing slice read with holes: the groups marked are filled with
     /// every card state set and cost no read, the others come from their
@@ -770,7 +925,7 @@ mod tests {
         let mut slice = AlignedBuf::zeroed(layout.total_bytes() as usize).unwrap();
         let mut io = IoTotals::default();
         let ((start, len), mut requests) =
-            plan_slice(&mut slice, |g| files[slot_of(g)], &layout, (range.clone(), &hole), &mut io);
+            plan_slice(&mut slice, |g| files[slot_of(g)], &layout, (range.clone(), range.clone(), &hole), &mut io);
         assert_eq!(start, layout.segment(range.start).start);
         assert_eq!(len as u64, layout.span(range.clone()).end - start);
         let read: u64 =
