@@ -1113,11 +1113,10 @@ fn step(
             // records): they are stored so in the step, and are so from the
             // next on.
             let mut turned: Vec<(usize, u32)> = Vec::new();
-            // Lane byte offset and length of the slice each buffer holds.
-            let mut slice_at = vec![(0u64, 0usize); stages];
-            // The groups of the slice each buffer holds: a job computed
+            // (groups, (lane byte offset, length)) of the whole slice each
+            // buffer holds, none while one is read in parts: a job computed
             // against another slice would decide wrongly.
-            let mut slice_groups: Vec<Option<Range<usize>>> = vec![None; stages];
+            let mut slice_held = vec![None; stages];
             // Maps of the job loaded next.
             let mut loaded: Option<(Packed, Packed)> = None;
             // With two windows, the job computed last and not yet stored
@@ -1128,8 +1127,7 @@ fn step(
                 let slice = SlicePart::whole(jobs[0].0.clone());
                 let (maps, at) = load(&mut owns[0], Some((&mut slices[0], slice)), 0, disk, io)?;
                 times.io_in_turn(started);
-                slice_at[0] = at.expect("a slice was planned");
-                slice_groups[0] = Some(jobs[0].0.clone());
+                slice_held[0] = Some((jobs[0].0.clone(), at.expect("a slice was planned")));
                 loaded = Some(maps);
             }
             // What a computed job leaves for storing, worked out in its
@@ -1169,8 +1167,8 @@ fn step(
                 let (pm, vm) = loaded.take().expect("every job is loaded before it runs");
                 let units = units_of(&this_ref.index, &jobs[k].1);
                 let (w, sb) = (k % stages, slice_of[k]);
-                let (first_byte, len) = slice_at[sb];
-                assert_eq!(slice_groups[sb].as_ref(), Some(&jobs[k].0), "job {k}'s slice buffer holds its slice");
+                let held = slice_held[sb].as_ref().filter(|held| held.0 == jobs[k].0);
+                let (first_byte, len) = held.expect("the job's slice buffer holds its slice").1;
                 let map = Span { layout: &target.planes, first_byte, element_bytes: 4 };
                 let (reports, computed) = if stages == 2 {
                     // While the workers compute job k in one window, a thread
@@ -1216,8 +1214,7 @@ fn step(
                     if let Some((maps, at)) = loaded_next {
                         if let (Some(at), Some((j, part))) = (at, ahead) {
                             // Whole once its last part is read.
-                            slice_at[slice_of[j]] = at;
-                            slice_groups[slice_of[j]] = (part.part.end == part.slice.end).then_some(part.slice);
+                            slice_held[slice_of[j]] = (part.part.end == part.slice.end).then_some((part.slice, at));
                         }
                         loaded = Some(maps);
                     }
@@ -1248,8 +1245,7 @@ fn step(
                             .then(|| (&mut slices[0], SlicePart::whole(jobs[k + 1].0.clone())));
                         let (maps, at) = load(&mut owns[0], new_slice, k + 1, disk, io)?;
                         if let Some(at) = at {
-                            slice_at[0] = at;
-                            slice_groups[0] = Some(jobs[k + 1].0.clone());
+                            slice_held[0] = Some((jobs[k + 1].0.clone(), at));
                         }
                         loaded = Some(maps);
                     }

@@ -610,27 +610,12 @@ impl SlicePart {
     /// `slice` split into `count` parts of about equal bytes of `layout`
     /// (some empty, if it has fewer groups).
     pub fn split(slice: Range<usize>, layout: &LaneLayout, count: usize) -> Vec<SlicePart> {
-        let span = layout.span(slice.clone());
-        let total = span.end - span.start;
-        let mut parts: Vec<SlicePart> = Vec::with_capacity(count);
-        let mut start = slice.start;
-        for i in 1..=count {
-            // The part ends before the first group whose middle lies past
-            // its share.
-            let share = span.start + total * i as u64 / count as u64;
-            let mut end = start;
-            while end < slice.end {
-                let segment = layout.span(end..end + 1);
-                if (segment.start + segment.end) / 2 > share && i < count {
-                    break;
-                }
-                end += 1;
-            }
-            parts.push(SlicePart { slice: slice.clone(), part: start..end });
-            start = end;
-        }
-        debug_assert_eq!(start, slice.end, "the parts cover the slice");
-        parts
+        let bytes: Vec<u64> = slice.clone().map(|g| padded_len(layout, g)).collect();
+        let first = slice.start;
+        even_runs(&bytes, count)
+            .into_iter()
+            .map(|run| SlicePart { slice: slice.clone(), part: first + run.start..first + run.end })
+            .collect()
     }
 }
 
@@ -789,26 +774,43 @@ fn greedy_batches(sizes: &[(u64, u64)], caps: (u64, u64)) -> Vec<Range<usize>> {
 }
 
 /// Splits items of (plane, value) `sizes` into `count` runs of about equal
-/// plane bytes (an item goes to the run its middle falls in), or `None` if
-/// a run would not fit `caps` or be empty.
+/// plane bytes, or `None` if a run would not fit `caps` or be empty.
 fn even_batches(sizes: &[(u64, u64)], caps: (u64, u64), count: usize) -> Option<Vec<Range<usize>>> {
-    let total: u64 = sizes.iter().map(|s| s.0).sum();
-    if count == 0 || total == 0 {
+    if count == 0 {
         return None;
     }
-    let mut out: Vec<Range<usize>> = (0..count).map(|_| 0..0).collect();
-    let mut before = 0u64;
-    for (i, &(p, _)) in sizes.iter().enumerate() {
-        let run = ((u128::from(before) * 2 + u128::from(p)) * count as u128 / (u128::from(total) * 2)) as usize;
-        let run = &mut out[run.min(count - 1)];
-        *run = if Range::is_empty(run) { i..i + 1 } else { run.start..i + 1 };
-        before += p;
-    }
+    let planes: Vec<u64> = sizes.iter().map(|s| s.0).collect();
+    let runs = even_runs(&planes, count);
     let fits = |run: &Range<usize>| {
         let (p, v) = sizes[run.clone()].iter().fold((0, 0), |(p, v), s| (p + s.0, v + s.1));
         !run.is_empty() && p <= caps.0 && v <= caps.1
     };
-    out.iter().all(fits).then_some(out)
+    runs.iter().all(fits).then_some(runs)
+}
+
+/// Splits items of `sizes` into `count` (at least one) runs that follow
+/// each other, of about equal total size: an item goes to the run its
+/// middle falls in, so a run is off its share by at most one item. Runs
+/// may be empty.
+fn even_runs(sizes: &[u64], count: usize) -> Vec<Range<usize>> {
+    assert!(count > 0, "at least one run");
+    let total: u64 = sizes.iter().sum();
+    let mut ends = vec![0usize; count];
+    let mut before = 0u64;
+    for (i, &size) in sizes.iter().enumerate() {
+        let middle = u128::from(before) * 2 + u128::from(size);
+        let run = if total == 0 { 0 } else { (middle * count as u128 / (u128::from(total) * 2)) as usize };
+        ends[run.min(count - 1)] = i + 1;
+        before += size;
+    }
+    let mut start = 0;
+    ends.into_iter()
+        .map(|end| {
+            let run = start..end.max(start);
+            start = run.end;
+            run
+        })
+        .collect()
 }
 
 /// Bytes a group's segment takes with its padding.
