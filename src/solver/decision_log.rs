@@ -25,6 +25,7 @@
 
 use super::disk::{DiskError, io_error};
 use super::entries::{self, ENTRY_BYTES, FRAME_HEADER_BYTES, Unpacker, entry};
+use super::flags::PlacementFlags;
 use super::lanes::LaneLayout;
 use rayon::prelude::*;
 use std::fs::{File, OpenOptions};
@@ -344,10 +345,19 @@ pub(super) struct LandingChunks {
 impl LandingChunks {
     /// Fills `words`, the plane-lane span (laid out as `layout`) of the
     /// groups `groups`, with their `fresh`: the card states each layout
-    /// lost in the last loss step (zero where it lost none). Returns the
-    /// bytes read.
-    pub fn fill(&self, groups: Range<usize>, layout: &LaneLayout, words: &mut [u32]) -> Result<u64, DiskError> {
+    /// lost in the last loss step (zero where it lost none). Of `blocks`,
+    /// the flags of the span's blocks, numbered from element `words_at`
+    /// for `words[0]`, sets those of the blocks with a loss and clears the
+    /// others. Returns the bytes read.
+    pub fn fill(
+        &self,
+        groups: Range<usize>,
+        layout: &LaneLayout,
+        words: &mut [u32],
+        (blocks, words_at): (&mut PlacementFlags, usize),
+    ) -> Result<u64, DiskError> {
         words.fill(0);
+        blocks.clear_segments(words_at..words_at + words.len());
         let damaged = |what| DiskError::Damaged { path: self.path.clone(), what };
         let log = (&self.file, self.path.as_path());
         let start = layout.span(groups.clone()).start;
@@ -363,11 +373,15 @@ impl LandingChunks {
             let group_words = &mut words[first..first + ((segment.end - segment.start) / 4) as usize];
             let mut stray = false;
             let frames = at + HEADER_BYTES as u64..at + HEADER_BYTES as u64 + bytes;
-            let seen =
+            let seen = blocks.mark(words_at + first, |mark| {
                 visit_frames(log, frames, (&mut unpacker, &mut buffer), |n, states| match group_words.get_mut(n) {
-                    Some(word) => *word = states,
+                    Some(word) => {
+                        *word = states;
+                        mark(n);
+                    }
                     None => stray = true,
-                })?;
+                })
+            })?;
             if stray {
                 return Err(damaged("an entry names a layout its group lacks"));
             }
@@ -522,8 +536,10 @@ mod tests {
         log.append(a, &decided(a, 5)).unwrap();
         let mark = log.sync().unwrap();
         let span = layout.span(0..groups);
-        let expect = |words: &[u32]| {
-            for g in 0..groups {
+        // Blocks of p * q = 4 layouts; flags stale from before start set.
+        let flags = || PlacementFlags::all_set(((span.end - span.start) / 4) as usize, 4);
+        let expect = |words: &[u32], flags: &PlacementFlags, checked: Range<usize>| {
+            for g in checked {
                 let first = ((layout.segment(g).start - span.start) / 4) as usize;
                 let wanted = match g {
                     _ if g == a => decided(a, 4),
@@ -531,20 +547,38 @@ mod tests {
                     _ => vec![0; layouts(g)],
                 };
                 assert_eq!(&words[first..first + layouts(g)], &wanted[..], "group {g}");
+                for (k, block) in wanted.chunks(4).enumerate() {
+                    let with_loss = block.iter().any(|&w| w != 0);
+                    assert_eq!(flags.get(first + 4 * k), with_loss, "group {g}, block {k}");
+                }
             }
         };
         let mut words = vec![7u32; ((span.end - span.start) / 4) as usize];
-        let read = log.landing_chunks().unwrap().fill(0..groups, &layout, &mut words).unwrap();
+        let mut blocks = flags();
+        let read = log.landing_chunks().unwrap().fill(0..groups, &layout, &mut words, (&mut blocks, 0)).unwrap();
         assert!(read > 0);
-        expect(&words);
+        expect(&words, &blocks, 0..groups);
         let mut log = DecisionLog::reopen(&path, mark.clone(), groups).unwrap();
         words.fill(7);
-        log.landing_chunks().unwrap().fill(0..groups, &layout, &mut words).unwrap();
-        expect(&words);
+        let mut blocks = flags();
+        log.landing_chunks().unwrap().fill(0..groups, &layout, &mut words, (&mut blocks, 0)).unwrap();
+        expect(&words, &blocks, 0..groups);
+        // A part of the span, filled into a buffer that holds the span.
+        let part = a..b + 1;
+        let words_at = ((layout.segment(a).start - span.start) / 4) as usize;
+        let part_words = ((layout.span(part.clone()).end - span.start) / 4) as usize;
+        let mut blocks = flags();
+        log.landing_chunks()
+            .unwrap()
+            .fill(part.clone(), &layout, &mut words[words_at..part_words], (&mut blocks, words_at))
+            .unwrap();
+        expect(&words, &blocks, part);
         // The next loss step starts afresh.
         log.begin_step(4);
-        log.landing_chunks().unwrap().fill(0..groups, &layout, &mut words).unwrap();
+        let mut blocks = flags();
+        log.landing_chunks().unwrap().fill(0..groups, &layout, &mut words, (&mut blocks, 0)).unwrap();
         assert!(words.iter().all(|&w| w == 0));
+        assert!((0..words.len()).step_by(4).all(|at| !blocks.get(at)));
         // A chunk header damaged on disk is refused, not read as another
         // group's chunk.
         let mut log = DecisionLog::reopen(&path, mark.clone(), groups).unwrap();
@@ -553,7 +587,7 @@ mod tests {
         let step2 = mark.segments[2].1 as usize;
         bytes[step2..step2 + 4].copy_from_slice(&(a as u32).to_le_bytes());
         std::fs::write(&path, &bytes).unwrap();
-        let result = chunks.fill(0..groups, &layout, &mut words);
+        let result = chunks.fill(0..groups, &layout, &mut words, (&mut flags(), 0));
         assert!(matches!(result, Err(DiskError::Damaged { .. })), "{:?}", result.err());
     }
 }

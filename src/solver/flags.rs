@@ -8,12 +8,22 @@
 //! optimisation: setting every flag (as a resumed run does) gives the same
 //! table, only slower.
 
+use super::lanes::SEGMENT_ALIGN_BYTES;
 use crate::index::{Layout, side_key, side_keys};
-use crate::rules::rotate;
 #[cfg(test)]
 use crate::rules::rotate_square;
+use crate::rules::{MAX_PIECES_PER_SIDE, rotate};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Elements (plane words) between lane segment starts: segments start on
+/// [`SEGMENT_ALIGN_BYTES`] boundaries.
+const SEGMENT_ELEMENTS: usize = SEGMENT_ALIGN_BYTES as usize / 4;
+
+// A segment's flags are whole words even for the largest blocks (p * q =
+// 25: a flag per 16 elements), so that filling one part of a slice buffer
+// touches no flag word of another part ([`PlacementFlags::clear_segments`]).
+const _: () = assert!((SEGMENT_ELEMENTS >> (MAX_PIECES_PER_SIDE * MAX_PIECES_PER_SIDE).ilog2()).is_multiple_of(64));
 
 /// Per mover side (board and master, see [`side_key`]). Every successor of a
 /// layout has the same mover side (the turned opponent side), so a layout
@@ -103,19 +113,36 @@ impl GroupFlags {
 /// in the next step. Every flag starts set (nothing known), so initialisation's
 /// no-move losses need no bookkeeping, and a flag left set only costs a
 /// read.
+///
+/// A streamed win step keeps the same flags per slice buffer, for the
+/// blocks of the landing slice it holds (numbered by their element in the
+/// buffer): filling the slice from the mirror's decision log
+/// ([`PlacementFlags::mark`]) sets exactly the flags of the blocks that
+/// get a loss, the rest stay clear.
 pub(super) struct PlacementFlags {
     words: Vec<AtomicU64>,
     /// floor(log2(p * q)): a block's flag is its first element >> this.
     shift: u32,
+    /// p * q, the words of a block.
+    block_words: usize,
 }
 
 impl PlacementFlags {
     /// Flags of a material whose plane lanes have `elements` elements and
     /// whose blocks are `block_words` words, every one set.
     pub fn all_set(elements: usize, block_words: usize) -> PlacementFlags {
+        Self::filled(elements, block_words, u64::MAX)
+    }
+
+    /// As [`PlacementFlags::all_set`], every flag clear.
+    pub fn all_clear(elements: usize, block_words: usize) -> PlacementFlags {
+        Self::filled(elements, block_words, 0)
+    }
+
+    fn filled(elements: usize, block_words: usize, word: u64) -> PlacementFlags {
         let shift = block_words.ilog2();
         let words = Self::flags(elements, shift).div_ceil(64);
-        PlacementFlags { words: (0..words).map(|_| AtomicU64::new(u64::MAX)).collect(), shift }
+        PlacementFlags { words: (0..words).map(|_| AtomicU64::new(word)).collect(), shift, block_words }
     }
 
     fn flags(elements: usize, shift: u32) -> usize {
@@ -139,6 +166,36 @@ impl PlacementFlags {
     pub fn get(&self, element: usize) -> bool {
         let (word, bit) = self.bit(element);
         word.load(Ordering::Relaxed) & bit != 0
+    }
+
+    /// Clears the flags of the blocks starting in `elements`, a range
+    /// whose ends are lane segment boundaries. Those are 1024 elements
+    /// apart, and 1024 >> floor(log2(p * q)) is a multiple of 64 for up to
+    /// 25 words a block, so the range covers whole words of flags and no
+    /// other range's.
+    pub fn clear_segments(&mut self, elements: std::ops::Range<usize>) {
+        debug_assert!(elements.start.is_multiple_of(SEGMENT_ELEMENTS) && elements.end.is_multiple_of(SEGMENT_ELEMENTS));
+        let words = (elements.start >> self.shift) / 64..(elements.end >> self.shift).div_ceil(64);
+        self.words[words].iter_mut().for_each(|word| *word.get_mut() = 0);
+    }
+
+    /// Sets the flags of the blocks holding the elements `first + n` for
+    /// every n that `marked` yields (a group's layouts, its segment
+    /// starting at element `first`), and returns what `marked` returns. A
+    /// division per block, not per layout: consecutive layouts of one
+    /// block, the common case, set its flag once.
+    pub fn mark<R>(&mut self, first: usize, marked: impl FnOnce(&mut dyn FnMut(usize)) -> R) -> R {
+        debug_assert!(first.is_multiple_of(SEGMENT_ELEMENTS), "a segment's first element");
+        let (shift, block_words, words) = (self.shift, self.block_words, &mut self.words);
+        let mut block = 0..0;
+        marked(&mut |n| {
+            if !block.contains(&n) {
+                let start = n - n % block_words;
+                block = start..start + block_words;
+                let flag = (first + start) >> shift;
+                *words[flag / 64].get_mut() |= 1 << (flag % 64);
+            }
+        })
     }
 
     /// A writer for the flags of the blocks starting at `elements` (one

@@ -595,11 +595,13 @@ pub(super) struct StepInput<'a> {
     pub may_skip: bool,
     /// The unit's material's placements' quiet moves, if kept.
     pub kept: Option<&'a MoveLists>,
-    /// With kept moves: the whole landing lane (resident) their
-    /// [`KeptMove::offset`]s point into.
-    pub kept_lane: &'a [u32],
-    /// Win steps with kept moves: which blocks of the landing material may
-    /// hold a `fresh` loss (the others are not read).
+    /// The region the landing segments lie in: the whole landing lane
+    /// (resident), which kept moves' [`KeptMove::offset`]s point into, or
+    /// the slice buffer (streamed). [`StepInput::landing_fresh`] numbers
+    /// blocks by their first element in it.
+    pub landing_lane: &'a [u32],
+    /// Win steps with kept moves or streamed: which blocks of the landing
+    /// lane may hold a `fresh` loss (the others are not read).
     pub landing_fresh: Option<&'a PlacementFlags>,
     /// Loss steps with kept moves: the unit's material's
     /// [`PlacementFlags`] of `fresh`, to clear with a placement's `fresh`
@@ -794,11 +796,26 @@ impl<'a> PlacementMoves<'a> {
         PlacementMoves { count: 0, cards_with_moves: 0, list: [empty; MAX_BOARD_MOVES] }
     }
 
-    fn list_moves(&mut self, moves: &MoveTable, landing: &Landing<'a, u32>, mover: u32, opponent: u32) {
+    /// Lists the placement's quiet moves, with `only_flagged` only those
+    /// into blocks (of that landing lane) whose flag is set: the others
+    /// hold only zero words.
+    fn list_moves(
+        &mut self,
+        moves: &MoveTable,
+        landing: &Landing<'a, u32>,
+        (mover, opponent): (u32, u32),
+        only_flagged: Option<(&PlacementFlags, &[u32])>,
+    ) {
         let mut n = 0;
         let block_layouts = (mover.count_ones() * opponent.count_ones()) as usize;
         self.cards_with_moves = for_each_quiet_move(moves, landing, mover, opponent, |m, segment| {
             let block = &segment[m.base as usize..m.base as usize + block_layouts];
+            if let Some((flags, lane)) = only_flagged
+                && !flags.get(element_in(lane, block))
+            {
+                debug_assert!(block.iter().all(|&word| word == 0), "a clear flag means a zero block");
+                return;
+            }
             prefetch(block);
             self.list[n] = BoardMove::new(moves, mover, &m, block);
             n += 1;
@@ -827,7 +844,7 @@ impl<'a> PlacementMoves<'a> {
         let (p, q) = (place.mover.count_ones() as usize, place.opponent.count_ones() as usize);
         match listing {
             Listing::Unneeded => return (acc, ALL_CARD_STATES),
-            Listing::Now => self.list_moves(moves, landing, place.mover, place.opponent),
+            Listing::Now(only_flagged) => self.list_moves(moves, landing, (place.mover, place.opponent), only_flagged),
             Listing::Kept(kept, lane, only_flagged) => {
                 fold_kept(moves, place, kept.moves, lane, only_flagged, |slot, word, states| {
                     acc[slot] = fold(acc[slot], word, states)
@@ -983,6 +1000,13 @@ fn prefetch<T>(block: &[T]) {
     };
 }
 
+/// The element of `lane` that `block` starts at (`block` lies in `lane`).
+#[inline(always)]
+fn element_in(lane: &[u32], block: &[u32]) -> usize {
+    debug_assert!(lane.as_ptr_range().contains(&block.as_ptr()), "the block lies in the landing lane");
+    (block.as_ptr() as usize - lane.as_ptr() as usize) / std::mem::size_of::<u32>()
+}
+
 /// Squares strictly between two squares, in square order.
 #[inline(always)]
 fn between(from: u8, to: u8) -> u32 {
@@ -1013,8 +1037,9 @@ fn for_each_placement(group: &Group, start: u64, end: u64, mut visit: impl FnMut
 enum Listing<'a> {
     /// No layout of the placement looks at its moves.
     Unneeded,
-    /// Listed at this visit.
-    Now,
+    /// Listed at this visit, with the flags of the blocks to fold (and
+    /// the landing lane they number) if only some are.
+    Now(Option<(&'a PlacementFlags, &'a [u32])>),
     /// Kept from before the first step, with the landing lane, and the
     /// flags of the blocks to fold if only some are.
     Kept(KeptMoves<'a>, &'a [u32], Option<&'a PlacementFlags>),
@@ -1027,8 +1052,8 @@ fn listing<'a>(input: &StepInput<'a>, placement: usize, needed: bool) -> Listing
     match input.kept {
         _ if !needed => Listing::Unneeded,
         // Win steps: blocks without a fresh loss add nothing to an OR.
-        Some(lists) => Listing::Kept(lists.placement(placement), input.kept_lane, input.landing_fresh),
-        None => Listing::Now,
+        Some(lists) => Listing::Kept(lists.placement(placement), input.landing_lane, input.landing_fresh),
+        None => Listing::Now(input.landing_fresh.map(|flags| (flags, input.landing_lane))),
     }
 }
 

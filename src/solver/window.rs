@@ -14,6 +14,7 @@ use super::capture_schedule::CaptureSchedule;
 use super::decision_log::LandingChunks;
 use super::disk::{AlignedBuf, DiskIo};
 use super::entries::{self, Unpacker};
+use super::flags::PlacementFlags;
 use super::lanes::{Lane, LaneLayout, SegmentMap, carve_mut};
 use super::schedule::MoverSlices;
 use super::sparse::{self, Base, GroupWords, Pick};
@@ -538,12 +539,19 @@ pub(super) struct StepReads<'w, F> {
     pub file_of: F,
 }
 
-/// A landing slice to fill from the mirror's decision log: its groups and
-/// the slice buffer's words for them.
+/// A landing slice to fill from the mirror's decision log: its groups, the
+/// slice buffer's words for them, and the buffer's block flags with the
+/// element of the buffer the words start at.
 pub(super) struct LandingFill<'a> {
     groups: Range<usize>,
     words: &'a mut [u32],
+    blocks: (&'a mut PlacementFlags, usize),
 }
+
+/// A slice buffer to read a landing slice into and, for a win step, the
+/// flags of its blocks that may hold a `fresh` loss (set as the slice is
+/// filled from the log, read by the kernels: see [`PlacementFlags`]).
+pub(super) type SliceBuffer<'a> = (&'a mut AlignedBuf, Option<&'a mut PlacementFlags>);
 
 /// Reads a planned job: its reads, then its landing slice from the log if
 /// it has one there.
@@ -555,7 +563,7 @@ pub(super) fn fetch(
 ) -> Result<(), SolveError> {
     disk.read_many(requests)?;
     if let (Some(fill), (layout, Some(chunks))) = (fill, reads) {
-        *io_bytes_read += chunks.fill(fill.groups, layout, fill.words)?;
+        *io_bytes_read += chunks.fill(fill.groups, layout, fill.words, fill.blocks)?;
     }
     Ok(())
 }
@@ -563,24 +571,26 @@ pub(super) fn fetch(
 impl<F: Fn(usize) -> FileId> StepReads<'_, F> {
     /// Plans loading `batch` into `own`, and a part of a landing slice
     /// (of a range of the mirror's groups: the job's own, or a later job's
-    /// read ahead) into its buffer if given. Returns the maps, where the
-    /// whole slice is put, and the reads.
+    /// read ahead) into its buffer if given (with its block flags if the
+    /// slice comes from the log). Returns the maps, where the whole slice
+    /// is put, and the reads.
     pub fn plan<'a>(
         &self,
         own: &'a mut OwnBuffers,
-        slice: Option<(&'a mut AlignedBuf, SlicePart)>,
+        slice: Option<(SliceBuffer<'a>, SlicePart)>,
         batch: &[usize],
         io: &mut IoTotals,
     ) -> PlannedJob<'a> {
         let (pm, vm, mut requests) = own.plan_load(self.work, batch, (self.lanes, self.values), io);
         let mut fill = None;
-        let slice_at = slice.map(|(buffer, SlicePart { slice, part })| {
+        let slice_at = slice.map(|((buffer, blocks), SlicePart { slice, part })| {
             if self.landing_log.is_some() {
                 let span = self.landing.span(slice.clone());
                 let len = (span.end - span.start) as usize;
                 let words = self.landing.span(part.clone());
                 let words = ((words.start - span.start) / 4) as usize..((words.end - span.start) / 4) as usize;
-                fill = Some(LandingFill { groups: part, words: &mut buffer.words_mut()[words] });
+                let blocks = (blocks.expect("a slice from the log has block flags"), words.start);
+                fill = Some(LandingFill { groups: part, words: &mut buffer.words_mut()[words], blocks });
                 return (span.start, len);
             }
             let holes = |g: usize| self.landing_holes[g];
