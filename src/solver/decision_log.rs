@@ -373,15 +373,15 @@ impl LandingChunks {
             let group_words = &mut words[first..first + ((segment.end - segment.start) / 4) as usize];
             let mut stray = false;
             let frames = at + HEADER_BYTES as u64..at + HEADER_BYTES as u64 + bytes;
-            let seen = blocks.mark(words_at + first, |mark| {
+            let mut marker = blocks.marker(words_at + first);
+            let seen =
                 visit_frames(log, frames, (&mut unpacker, &mut buffer), |n, states| match group_words.get_mut(n) {
                     Some(word) => {
                         *word = states;
-                        mark(n);
+                        marker.mark(n);
                     }
                     None => stray = true,
-                })
-            })?;
+                })?;
             if stray {
                 return Err(damaged("an entry names a layout its group lacks"));
             }

@@ -117,7 +117,7 @@ impl GroupFlags {
 /// A streamed win step keeps the same flags per slice buffer, for the
 /// blocks of the landing slice it holds (numbered by their element in the
 /// buffer): filling the slice from the mirror's decision log
-/// ([`PlacementFlags::mark`]) sets exactly the flags of the blocks that
+/// ([`PlacementFlags::marker`]) sets exactly the flags of the blocks that
 /// get a loss, the rest stay clear.
 pub(super) struct PlacementFlags {
     words: Vec<AtomicU64>,
@@ -179,23 +179,11 @@ impl PlacementFlags {
         self.words[words].iter_mut().for_each(|word| *word.get_mut() = 0);
     }
 
-    /// Sets the flags of the blocks holding the elements `first + n` for
-    /// every n that `marked` yields (a group's layouts, its segment
-    /// starting at element `first`), and returns what `marked` returns. A
-    /// division per block, not per layout: consecutive layouts of one
-    /// block, the common case, set its flag once.
-    pub fn mark<R>(&mut self, first: usize, marked: impl FnOnce(&mut dyn FnMut(usize)) -> R) -> R {
+    /// A marker for the blocks of a group whose segment starts at element
+    /// `first`: [`BlockMarker::mark`] sets a layout's block's flag.
+    pub fn marker(&mut self, first: usize) -> BlockMarker<'_> {
         debug_assert!(first.is_multiple_of(SEGMENT_ELEMENTS), "a segment's first element");
-        let (shift, block_words, words) = (self.shift, self.block_words, &mut self.words);
-        let mut block = 0..0;
-        marked(&mut |n| {
-            if !block.contains(&n) {
-                let start = n - n % block_words;
-                block = start..start + block_words;
-                let flag = (first + start) >> shift;
-                *words[flag / 64].get_mut() |= 1 << (flag % 64);
-            }
-        })
+        BlockMarker { flags: self, first, block: 0..0 }
     }
 
     /// A writer for the flags of the blocks starting at `elements` (one
@@ -203,6 +191,33 @@ impl PlacementFlags {
     /// order.
     pub fn writer(&self, elements: std::ops::Range<usize>) -> FlagWriter<'_> {
         FlagWriter { flags: self, elements, word: usize::MAX, touched: 0, set: 0 }
+    }
+}
+
+/// Sets the flags of the blocks of one group's layouts, as a win step's
+/// landing slice is filled from the log ([`PlacementFlags::marker`]).
+pub(super) struct BlockMarker<'a> {
+    flags: &'a mut PlacementFlags,
+    /// The element the group's segment starts at.
+    first: usize,
+    /// The layouts of the block marked last.
+    block: std::ops::Range<usize>,
+}
+
+impl BlockMarker<'_> {
+    /// Sets the flag of the block holding layout `n` of the group. A
+    /// division per block, not per layout: consecutive layouts of one
+    /// block, the common case, set its flag once.
+    #[inline]
+    pub fn mark(&mut self, n: usize) {
+        if self.block.contains(&n) {
+            return;
+        }
+        let block_words = self.flags.block_words;
+        let start = n - n % block_words;
+        self.block = start..start + block_words;
+        let flag = (self.first + start) >> self.flags.shift;
+        *self.flags.words[flag / 64].get_mut() |= 1 << (flag % 64);
     }
 }
 
