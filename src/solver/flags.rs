@@ -333,6 +333,32 @@ mod tests {
         }
     }
 
+    /// Clearing one segment's flags leaves its neighbours' alone, and a
+    /// marker sets exactly the blocks of the layouts it is given, for
+    /// every block size.
+    #[test]
+    fn a_segment_is_cleared_and_marked_alone() {
+        for block_words in 1..=25 {
+            let mut flags = PlacementFlags::all_set(4 * SEGMENT_ELEMENTS, block_words);
+            let segment = SEGMENT_ELEMENTS..2 * SEGMENT_ELEMENTS;
+            flags.clear_segments(segment.clone());
+            let marked = [0, 3, block_words, 5 * block_words + 1, SEGMENT_ELEMENTS - block_words];
+            let mut marker = flags.marker(segment.start);
+            for n in marked {
+                marker.mark(n);
+            }
+            // Block starts of every segment (each segment's blocks start
+            // at its first element).
+            for s in 0..4 {
+                for start in (0..SEGMENT_ELEMENTS - block_words + 1).step_by(block_words) {
+                    let expected = s != 1 || marked.iter().any(|&n| (start..start + block_words).contains(&n));
+                    let at = s * SEGMENT_ELEMENTS + start;
+                    assert_eq!(flags.get(at), expected, "{block_words}-word blocks, segment {s}, block at {start}");
+                }
+            }
+        }
+    }
+
     /// The per-board answer agrees with asking layout by layout.
     #[test]
     fn successors_changed_by_master_agrees_with_each_layout() {
