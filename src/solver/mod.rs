@@ -1067,9 +1067,10 @@ fn step(
                         disk: &mut DiskIo,
                         io: &mut IoTotals|
              -> Result<LoadedJob, SolveError> {
-                let ((mut buffer, blocks), part) = slice.map(|((b, f), p)| ((Some(b), f), Some(p))).unwrap_or_default();
+                let (buffer, part) = slice.unzip();
+                let (mut buffer, blocks) = buffer.unzip();
                 let groups = part.as_ref().map(|p| p.part.clone());
-                let slice = buffer.as_deref_mut().map(|b| (b, blocks)).zip(part);
+                let slice = buffer.as_deref_mut().map(|b| (b, blocks.flatten())).zip(part);
                 let (maps, at, (mut requests, fill)) = reads.plan(own, slice, &jobs[k].1, io);
                 window::fetch(disk, (&mut requests, fill), from_log, &mut io.bytes_read)?;
                 drop(requests);
