@@ -149,6 +149,11 @@ impl PlacementFlags {
         (elements >> shift) + 1
     }
 
+    /// The words of a block: p * q.
+    pub fn block_words(&self) -> usize {
+        self.block_words
+    }
+
     /// Bytes [`PlacementFlags::all_set`] takes.
     pub fn bytes(elements: usize, block_words: usize) -> u64 {
         Self::flags(elements, block_words.ilog2()).div_ceil(64) as u64 * 8
@@ -177,6 +182,15 @@ impl PlacementFlags {
         debug_assert!(elements.start.is_multiple_of(SEGMENT_ELEMENTS) && elements.end.is_multiple_of(SEGMENT_ELEMENTS));
         let words = (elements.start >> self.shift) / 64..(elements.end >> self.shift).div_ceil(64);
         self.words[words].iter_mut().for_each(|word| *word.get_mut() = 0);
+    }
+
+    /// Sets the flags of the blocks starting in `elements`, a range whose
+    /// ends are lane segment boundaries (see
+    /// [`PlacementFlags::clear_segments`]).
+    pub fn set_segments(&mut self, elements: std::ops::Range<usize>) {
+        debug_assert!(elements.start.is_multiple_of(SEGMENT_ELEMENTS) && elements.end.is_multiple_of(SEGMENT_ELEMENTS));
+        let words = (elements.start >> self.shift) / 64..(elements.end >> self.shift).div_ceil(64);
+        self.words[words].iter_mut().for_each(|word| *word.get_mut() = u64::MAX);
     }
 
     /// A marker for the blocks of a group whose segment starts at element

@@ -579,6 +579,19 @@ pub(super) struct WinLanes<'a> {
     pub capture: &'a [u32],
     /// Does a capture event of the unit's group fall due at this depth?
     pub capture_due: bool,
+    /// Streamed: the window's live flags and the element of the unit's
+    /// first layout in its plane buffers (see [`is_live`]).
+    pub live: Option<(&'a PlacementFlags, usize)>,
+}
+
+/// Does a step look at the placement whose first layout is at `element`?
+/// Not if the window holds it as no layout at all: a placement of a sparse
+/// group that lists none of its layouts, whose words are not laid (see
+/// `sparse`). Late in a streamed pair most placements are such, and
+/// reading their words was most of a step's own work.
+#[inline(always)]
+fn is_live(live: Option<&PlacementFlags>, element: usize) -> bool {
+    live.is_none_or(|live| live.get(element))
 }
 
 /// What a step reads besides its own segments.
@@ -1070,8 +1083,12 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
     let (p, q) = (unit.p, unit.q);
     let mut placement_moves = PlacementMoves::new();
     let first_placement = first_placement(&unit);
+    let (live, lane_start) = own.live.unzip();
     for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
         let first = i * p * q;
+        if !is_live(live, lane_start.unwrap_or(0) + first) {
+            return;
+        }
         let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
         if own.capture_due {
             own.values.prefetch_due(first, p * q, depth);
@@ -1159,9 +1176,12 @@ pub(super) struct LossLanes<'a> {
     pub won: &'a [u32],
     /// Does a capture event of the unit's group fall due at this depth?
     pub capture_due: bool,
-    /// Element number, in the material's plane lanes, of the unit's first
-    /// layout (resident lanes; it numbers [`PlacementFlags`]).
+    /// Element number, in the material's plane lanes (resident) or the
+    /// window's plane buffers (streamed), of the unit's first layout: it
+    /// numbers [`PlacementFlags`].
     pub lane_start: usize,
+    /// Streamed: the window's live flags (see [`is_live`]).
+    pub live: Option<&'a PlacementFlags>,
 }
 
 /// Even step: states all of whose moves lead to wins (in fewer than `depth`
@@ -1178,6 +1198,11 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
     let mut own_flags = input.own_fresh.map(|flags| flags.writer(unit_elements));
     for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
         let first = i * p * q;
+        // The words of a placement that is not live are not its own, and
+        // its `fresh` words are clear from loading.
+        if !is_live(own.live, own.lane_start + first) {
+            return;
+        }
         let fresh = &mut own.fresh[first..first + p * q];
         if fresh.iter().any(|&word| word != 0) {
             fresh.fill(0);

@@ -503,6 +503,9 @@ struct Own<'a> {
     due: &'a mut [u32],
     /// Resident: [`ResidentLanes::next_event`] (empty when streamed).
     next_event: &'a mut [u8],
+    /// Streamed: which placements a step looks at (the window's live
+    /// flags, see `sparse`); resident, all of them.
+    live: Option<&'a PlacementFlags>,
 }
 
 /// Folds captures into rows `rows` into the value bytes of the units.
@@ -591,7 +594,7 @@ fn run_step(
     mode: ValueMode,
 ) -> Vec<UnitReport> {
     let (p, q) = (index.material.mover as usize, index.material.opponent as usize);
-    let plane_map = own.plane_map;
+    let (plane_map, own_live) = (own.plane_map, own.live);
     let plane_ranges = || units.iter().map(|&u| unit_elements(plane_map, index, u, 1));
     let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, CARD_STATES)));
     let due_states: Vec<&[u32]> = match mode {
@@ -621,8 +624,9 @@ fn run_step(
                 newly_won,
                 values: step_values(mode, g, values, due_states),
                 lost: &lost[r.clone()],
-                capture: &capture[r],
+                capture: &capture[r.clone()],
                 capture_due: due(g),
+                live: own_live.map(|live| (live, r.start)),
             };
             let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
             kernel::win_step(input, Unit { group, p, q, start, end }, &landing, own)
@@ -649,6 +653,7 @@ fn run_step(
                 won: &won[r.clone()],
                 capture_due: due(g),
                 lane_start: r.start,
+                live: own_live,
             };
             let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
             kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own)
@@ -800,6 +805,7 @@ fn own_resident<'a>(lanes: &'a mut ResidentLanes, pm: &'a dyn SegmentMap, vm: &'
         values: &mut lanes.values,
         due: &mut [],
         next_event: &mut lanes.next_event,
+        live: None,
     }
 }
 
@@ -1074,7 +1080,8 @@ fn step(
                 let (maps, at, (mut requests, fill)) = reads.plan(own, slice, &jobs[k].1, io);
                 window::fetch(disk, (&mut requests, fill), from_log, &mut io.bytes_read)?;
                 drop(requests);
-                own.unpack_sparse(this_ref, &maps.0, |g| if relisting(g) { Base::Dense } else { Base::Holes })?;
+                let holes = Base::Holes { block_words };
+                own.unpack_sparse(this_ref, &maps.0, |g| if relisting(g) { Base::Dense } else { holes })?;
                 // A loss step's landing `won` of sparse groups is their
                 // dense segment with their records laid over it.
                 if let (false, Some(buffer), Some(groups), Some((start, len))) = (win_step, buffer, groups, at) {
@@ -1836,7 +1843,8 @@ pub fn solve_with(
             let plane_bytes = needs.plane + align(spare * 4);
             let value_bytes = needs.value + align(spare * CARD_STATES as u64);
             let slices = [needs.landing_slice.max(needs.captured_slice), needs.landing_slice];
-            Some(Window::new(&slices[..stages as usize], plane_bytes, value_bytes)?)
+            let block_words = (members[0].mover * members[0].opponent) as usize;
+            Some(Window::new(&slices[..stages as usize], plane_bytes, value_bytes, block_words)?)
         } else {
             None
         };

@@ -17,7 +17,11 @@
 //! the dense segments at all: every layout not listed was decided, so they
 //! fill its words as a hole's (`won` and `lost` all set), which no kernel
 //! decides anything in, and which no listed layout can look like (its
-//! `won` and `lost` are disjoint).
+//! `won` and `lost` are disjoint). Only the placements with a listed layout
+//! are filled so (*live* placements, reported as they are laid); a step
+//! neither reads nor writes the words of the others, which hold whatever
+//! the window held before, so a late step's own work is in proportion to
+//! its listed layouts, not to the group.
 //!
 //! Records live in two stored lanes laid out like a plane (so a group's
 //! records fit its plane segment, see [`converts`]): `SparseWon` holds
@@ -112,11 +116,22 @@ pub(super) enum Pick {
 /// Writes the records of the layouts `pick` picks into `won_out` and
 /// `rest_out` (at least [`won_bytes`] and [`rest_bytes`] long; the padding
 /// is zeroed) and returns how many there are.
-/// `own` is the group's `won`, `lost`, `capture` and `held` words.
-pub(super) fn gather(own: [&[u32]; 4], pick: Pick, won_out: &mut [u32], rest_out: &mut [u32]) -> u32 {
+/// `own` is the group's `won`, `lost`, `capture` and `held` words; only the
+/// placements (`block_words` layouts each) for whose first layout
+/// `live(first)` holds are looked at (with [`Pick::Listed`], the others'
+/// words are not the group's).
+pub(super) fn gather(
+    own: [&[u32]; 4],
+    pick: Pick,
+    (won_out, rest_out): (&mut [u32], &mut [u32]),
+    block_words: usize,
+    live: impl Fn(usize) -> bool,
+) -> u32 {
     let [own_won, own_lost, own_capture, own_held] = own;
+    debug_assert!(own_won.len().is_multiple_of(block_words), "a group holds whole placements");
     let mut listed = 0usize;
-    for n in 0..own_won.len() {
+    let live_layouts = (0..own_won.len()).step_by(block_words).filter(|&first| live(first));
+    for n in live_layouts.flat_map(|first| first..first + block_words) {
         let (won, lost) = (own_won[n], own_lost[n]);
         let picked = match pick {
             Pick::Undecided => !(won | lost) & ALL_CARD_STATES != 0,
@@ -139,9 +154,10 @@ pub(super) fn gather(own: [&[u32]; 4], pick: Pick, won_out: &mut [u32], rest_out
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Base {
     /// Holes (decided; what steps work with): `won` and `lost` all set,
-    /// `capture` and `held` clear.
-    Holes,
-    /// As they are: the dense segments, read (finishing).
+    /// `capture` and `held` clear, in the live placements (of this many
+    /// layouts each: p * q) only.
+    Holes { block_words: usize },
+    /// As they are: the dense segments, read (finishing, relisting).
     Dense,
 }
 
@@ -151,28 +167,40 @@ pub(super) enum Base {
 pub(super) struct BadRecords;
 
 /// Lays the `listed` records in `won_in` and `rest_in` over a group's
-/// words, with the others as `base` says.
+/// words, with the others as `base` says. Over holes, `live(first)` is
+/// called, in increasing order, with the first layout of each placement
+/// that has a listed layout (the only placements whose words are written).
 pub(super) fn scatter(
     won_in: &[u32],
     rest_in: &[u32],
     listed: u32,
     own: GroupWords,
     base: Base,
+    mut live: impl FnMut(usize),
 ) -> Result<(), BadRecords> {
-    if base == Base::Holes {
-        own.won.fill(ALL_CARD_STATES);
-        own.lost.fill(ALL_CARD_STATES);
-        own.capture.fill(0);
-        own.held.fill(0);
-    }
     let records = won_in[..WON_WORDS * listed as usize].chunks_exact(WON_WORDS);
     let rests = rest_in[..REST_WORDS * listed as usize].chunks_exact(REST_WORDS);
     let mut next = 0usize;
+    // The end of the placement laid as holes last.
+    let mut laid_to = 0usize;
     for (record, rest) in records.zip(rests) {
         let n = record[0] as usize;
         let (won, lost) = (record[1], rest[0]);
         if n < next || n >= own.won.len() || won & lost != 0 || (won | lost) & !ALL_CARD_STATES != 0 {
             return Err(BadRecords);
+        }
+        if let Base::Holes { block_words } = base
+            && n >= laid_to
+        {
+            // A group holds whole placements, so the placement ends
+            // within it.
+            let first = n - n % block_words;
+            laid_to = first + block_words;
+            own.won[first..laid_to].fill(ALL_CARD_STATES);
+            own.lost[first..laid_to].fill(ALL_CARD_STATES);
+            own.capture[first..laid_to].fill(0);
+            own.held[first..laid_to].fill(0);
+            live(first);
         }
         next = n + 1;
         own.won[n] = won;
@@ -230,40 +258,51 @@ mod tests {
 
     #[test]
     fn records_round_trip_over_holes_and_over_the_dense_segments() {
-        let len = 3000;
+        let (len, block_words) = (3000, 6);
         let before = group(len);
         let undecided = undecided_layouts(&before[0], &before[1]);
         let words = before.clone();
         let (mut won_out, mut rest_out) = (vec![7; 2 * len + 1024], vec![7; 3 * len + 1024]);
-        let listed = gather(refs(&words), Pick::Undecided, &mut won_out, &mut rest_out);
+        let listed = gather(refs(&words), Pick::Undecided, (&mut won_out, &mut rest_out), block_words, |_| true);
         assert_eq!(listed as u64, undecided);
         assert!(won_out[2 * listed as usize..won_bytes(listed) / 4].iter().all(|&w| w == 0));
 
-        // Over holes: listed layouts as they were, the others holes.
-        let mut steps = group(len);
-        scatter(&won_out, &rest_out, listed, view(&mut steps), Base::Holes).unwrap();
+        // Over holes: the placements with a listed layout are reported and
+        // hold the listed layouts as they were, the others of them as
+        // holes; the other placements are left alone.
+        let stale = |plane: u32| 0x0246_8ACE + plane;
+        let mut steps = [0, 1, 2, 3].map(|plane| vec![stale(plane); len]);
+        let mut live = Vec::new();
+        scatter(&won_out, &rest_out, listed, view(&mut steps), Base::Holes { block_words }, |first| live.push(first))
+            .unwrap();
+        let is_listed = |n: usize| !(before[0][n] | before[1][n]) & ALL_CARD_STATES != 0;
+        let mut expected_live: Vec<usize> = (0..len).filter(|&n| is_listed(n)).map(|n| n - n % block_words).collect();
+        expected_live.dedup();
+        assert_eq!(live, expected_live);
         for n in 0..len {
-            let is_listed = !(before[0][n] | before[1][n]) & ALL_CARD_STATES != 0;
-            if is_listed {
-                assert_eq!([steps[0][n], steps[1][n], steps[2][n], steps[3][n]], [0, 1, 2, 3].map(|i| before[i][n]));
+            let words = [steps[0][n], steps[1][n], steps[2][n], steps[3][n]];
+            if is_listed(n) {
+                assert_eq!(words, [0, 1, 2, 3].map(|i| before[i][n]));
+            } else if live.contains(&(n - n % block_words)) {
+                assert_eq!(words, [ALL_CARD_STATES, ALL_CARD_STATES, 0, 0]);
             } else {
-                assert_eq!(
-                    [steps[0][n], steps[1][n], steps[2][n], steps[3][n]],
-                    [ALL_CARD_STATES, ALL_CARD_STATES, 0, 0]
-                );
+                assert_eq!(words, [0, 1, 2, 3].map(stale));
             }
         }
-        // Listed again from the holes' view: the same records, even for a
-        // listed layout decided since.
+        // Listed again from the holes' view of the live placements: the
+        // same records, even for a listed layout decided since, and none
+        // of the stale words.
         steps[0][4] = ALL_CARD_STATES;
         steps[1][4] = 0;
         let (mut again_won, mut again_rest) = (vec![0; 2 * len + 1024], vec![0; 3 * len + 1024]);
-        assert_eq!(gather(refs(&steps), Pick::Listed, &mut again_won, &mut again_rest), listed);
+        let is_live = |first: usize| live.binary_search(&first).is_ok();
+        let again = gather(refs(&steps), Pick::Listed, (&mut again_won, &mut again_rest), block_words, is_live);
+        assert_eq!(again, listed);
         assert_eq!(again_won[..4], [3, won_out[1], 4, ALL_CARD_STATES]);
 
         // Over the dense segments: the words now.
         let mut dense = before.clone();
-        scatter(&again_won, &again_rest, listed, view(&mut dense), Base::Dense).unwrap();
+        scatter(&again_won, &again_rest, listed, view(&mut dense), Base::Dense, |_| panic!("no holes laid")).unwrap();
         let mut expected = before.clone();
         expected[0][4] = ALL_CARD_STATES;
         expected[1][4] = 0;
@@ -278,7 +317,7 @@ mod tests {
         let len = 100;
         let words = group(len);
         let (mut won_out, mut rest_out) = (vec![0; 2 * len + 1024], vec![0; 3 * len + 1024]);
-        let listed = gather(refs(&words), Pick::Undecided, &mut won_out, &mut rest_out);
+        let listed = gather(refs(&words), Pick::Undecided, (&mut won_out, &mut rest_out), 4, |_| true);
         assert!(listed >= 2);
         let mut out_of_order = won_out.clone();
         out_of_order.swap(0, 2);
@@ -289,7 +328,8 @@ mod tests {
         won_out[1] |= 1;
         for (won, rest) in [(&out_of_order, &rest_out), (&beyond, &rest_out), (&won_out, &overlapping)] {
             let mut target = group(len);
-            assert_eq!(scatter(won, rest, listed, view(&mut target), Base::Holes), Err(BadRecords));
+            let holes = Base::Holes { block_words: 4 };
+            assert_eq!(scatter(won, rest, listed, view(&mut target), holes, |_| {}), Err(BadRecords));
         }
         assert_eq!(patch_won(&out_of_order, listed, &mut vec![0; len]), Err(BadRecords));
         assert_eq!(patch_won(&beyond, listed, &mut vec![0; len]), Err(BadRecords));

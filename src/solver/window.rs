@@ -69,6 +69,12 @@ pub(super) struct OwnBuffers {
     planes: Vec<AlignedBuf>,
     values: AlignedBuf,
     due: AlignedBuf,
+    /// Per placement of the batch, numbered by its first element in the
+    /// plane buffers: does the step look at it? Clear only for the
+    /// placements of a sparse group over holes that list no layout, whose
+    /// words [`OwnBuffers::unpack_sparse`] leaves as they were (see
+    /// `sparse`).
+    live: PlacementFlags,
     /// Unpacks the capture schedule's frames into `due`.
     unpacker: Unpacker,
 }
@@ -85,14 +91,21 @@ pub(super) struct Window {
 
 impl Window {
     /// One window (of six `plane_bytes` and one `value_bytes` buffer) and
-    /// slice buffer per element of `slice_bytes` (1 or 2), of those sizes.
-    pub fn new(slice_bytes: &[u64], plane_bytes: u64, value_bytes: u64) -> Result<Window, SolveError> {
+    /// slice buffer per element of `slice_bytes` (1 or 2), of those sizes,
+    /// for a pair whose placements have `block_words` layouts (p * q).
+    pub fn new(
+        slice_bytes: &[u64],
+        plane_bytes: u64,
+        value_bytes: u64,
+        block_words: usize,
+    ) -> Result<Window, SolveError> {
         let mut owns = Vec::new();
         let mut slices = Vec::new();
         for &slice_bytes in slice_bytes {
             let planes = (0..5).map(|_| AlignedBuf::zeroed(plane_bytes as usize)).collect::<Result<_, _>>()?;
             let (values, due) = (AlignedBuf::zeroed(value_bytes as usize)?, AlignedBuf::zeroed(plane_bytes as usize)?);
-            owns.push(OwnBuffers { planes, values, due, unpacker: Unpacker::new() });
+            let live = PlacementFlags::all_set(plane_bytes as usize / 4, block_words);
+            owns.push(OwnBuffers { planes, values, due, live, unpacker: Unpacker::new() });
             slices.push(AlignedBuf::zeroed(slice_bytes as usize)?);
         }
         Ok(Window { owns, slices, io: IoTotals::default() })
@@ -243,9 +256,11 @@ impl OwnBuffers {
     /// Lays the records of the sparse groups of a loaded batch over their
     /// planes (`base(g)`: over holes for a step, over the dense segments
     /// read for finishing or relisting), then clears the `fresh` records
-    /// (`due` is read only where `fill_due` fills it). Over holes it writes all four planes
-    /// of the group, which `plan_load` leaves as they were when it does not
-    /// read the group's dense `won`.
+    /// (`due` is read only where `fill_due` fills it). Over holes it writes
+    /// all four planes of the group's live placements only (`plan_load`
+    /// leaves them as they were when it does not read the group's dense
+    /// `won`), and the batch's live flags say which those are: every
+    /// placement of the other groups is live.
     pub fn unpack_sparse(
         &mut self,
         work: &Work,
@@ -257,11 +272,16 @@ impl OwnBuffers {
         };
         for (g, range) in &plane_map.entries {
             let listed = work.groups[*g].sparse_layouts;
+            // The records were read into the padded segments.
+            let padded = range.start..range.start + padded_len(&work.planes, *g) as usize / 4;
+            let base = if listed == 0 { Base::Dense } else { base(*g) };
+            match base {
+                Base::Holes { .. } => self.live.clear_segments(padded.clone()),
+                Base::Dense => self.live.set_segments(padded.clone()),
+            }
             if listed == 0 {
                 continue;
             }
-            // The records were read into the padded segments.
-            let padded = range.start..range.start + padded_len(&work.planes, *g) as usize / 4;
             let won_in = &self.due.words()[padded.clone()];
             let rest_in = &mut fresh.words_mut()[padded];
             let own = GroupWords {
@@ -270,7 +290,8 @@ impl OwnBuffers {
                 capture: &mut capture.words_mut()[range.clone()],
                 held: &mut held.words_mut()[range.clone()],
             };
-            if sparse::scatter(won_in, rest_in, listed, own, base(*g)).is_err() {
+            let mut live = self.live.marker(range.start);
+            if sparse::scatter(won_in, rest_in, listed, own, base, |first| live.mark(first)).is_err() {
                 return Err(work
                     .files()
                     .damaged(Lane::SparseWon, *g, "sparse records out of order or beyond the group")
@@ -298,10 +319,12 @@ impl OwnBuffers {
         let won_out = carve_mut(self.due.words_mut(), groups.iter().map(|&(g, ..)| padded(g)));
         let rest_out = carve_mut(fresh.words_mut(), groups.iter().map(|&(g, ..)| padded(g)));
         let own_planes = [&*won, &*lost, &*capture, &*held];
+        let live = &self.live;
         groups.par_iter().zip(won_out).zip(rest_out).for_each(|((&(g, pick, expected), won_out), rest_out)| {
             let range = plane_map.elements(g);
             let own = own_planes.map(|plane| &plane.words()[range.clone()]);
-            let listed = sparse::gather(own, pick, won_out, rest_out);
+            let is_live = |first: usize| live.get(range.start + first);
+            let listed = sparse::gather(own, pick, (won_out, rest_out), live.block_words(), is_live);
             // A record missing or extra would leave a layout's words wrong
             // for the rest of the pair.
             assert_eq!(listed, expected, "group {g} lists the layouts it listed before");
@@ -487,6 +510,7 @@ impl OwnBuffers {
             values: self.values.bytes_mut(),
             due: self.due.words_mut(),
             next_event: &mut [],
+            live: Some(&self.live),
         }
     }
 }
