@@ -1198,8 +1198,8 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
     let mut own_flags = input.own_fresh.map(|flags| flags.writer(unit_elements));
     for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
         let first = i * p * q;
-        // The words of a placement that is not live are not its own, and
-        // its `fresh` words are clear from loading.
+        // The words of a placement that is not live are not its own (and
+        // not logged: it decides nothing).
         if !is_live(own.live, own.lane_start + first) {
             return;
         }

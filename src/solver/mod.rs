@@ -902,7 +902,9 @@ fn initialize(
             }
             // The values are no longer needed: their buffer encodes the log.
             let decided = deciding_groups(&units, &reports);
-            log_decisions(work, &decided, (&pm, &vm), window.owns[0].decided_and_scratch())?;
+            // Initialisation looks at every placement.
+            let ((fresh, _), scratch) = window.owns[0].decided_and_scratch();
+            log_decisions(work, &decided, (&pm, &vm), ((fresh, None), scratch))?;
             total = UnitReport::merge(total, record(work, &units, &reports, false));
         }
     }
@@ -1159,7 +1161,8 @@ fn step(
                               (units, reports): (&[UnitSpec], &[UnitReport])|
              -> Result<Computed, SolveError> {
                 let deciding = deciding_groups(units, reports);
-                log_decisions(this_ref, &deciding, (&pm, &vm), own.decided_and_scratch())?;
+                let ((fresh, live), scratch) = own.decided_and_scratch();
+                log_decisions(this_ref, &deciding, (&pm, &vm), ((fresh, Some(live)), scratch))?;
                 // Groups the step left as they were need no writing.
                 let changed: BTreeSet<usize> =
                     units.iter().zip(reports).filter(|(_, r)| r.modified).map(|(u, _)| u.0).collect();
@@ -1336,13 +1339,15 @@ fn deciding_groups(units: &[UnitSpec], reports: &[UnitReport]) -> Vec<usize> {
 /// window's plane holding it. The groups' chunks are encoded in parallel
 /// into their value segments (30 bytes per layout and padded to 4096, free
 /// once the step has run; a chunk needs about 8 per layout at most), then
-/// appended in order.
+/// appended in order. With `live` (a step's window), only the live
+/// placements' words are read: the others' are not the batch's.
 fn log_decisions(
     work: &Work,
     groups: &[usize],
     (plane_map, value_map): (&Packed, &Packed),
-    (decided, scratch): (&[u32], &mut [u8]),
+    ((decided, live), scratch): ((&[u32], Option<&PlacementFlags>), &mut [u8]),
 ) -> Result<(), SolveError> {
+    let block_words = (work.index.material.mover * work.index.material.opponent) as usize;
     let padded = |g: usize| {
         let start = value_map.elements(g).start;
         start..start + window::padded_len(&work.values, g) as usize
@@ -1351,7 +1356,11 @@ fn log_decisions(
     let encoded: Vec<(usize, u32)> = regions
         .par_iter_mut()
         .zip(groups)
-        .map(|(region, &g)| DecisionLog::encode(&decided[plane_map.elements(g)], region))
+        .map(|(region, &g)| {
+            let range = plane_map.elements(g);
+            let is_live = |first: usize| live.is_none_or(|live| live.get(range.start + first));
+            DecisionLog::encode(&decided[range.clone()], block_words, is_live, region)
+        })
         .collect();
     let mut log = work.files().log();
     for ((&g, region), (len, count)) in groups.iter().zip(regions).zip(encoded) {

@@ -211,6 +211,22 @@ pub(super) fn scatter(
     Ok(())
 }
 
+/// Clears the words of `plane` (one group's) in the placements
+/// (`block_words` layouts each) that hold one of the `listed` records in
+/// `won_in`, which [`scatter`] checked: a step's `fresh`, which it reads
+/// in the live placements only.
+pub(super) fn clear_live(won_in: &[u32], listed: u32, block_words: usize, plane: &mut [u32]) {
+    let mut cleared_to = 0usize;
+    for record in won_in[..WON_WORDS * listed as usize].chunks_exact(WON_WORDS) {
+        let n = record[0] as usize;
+        if n >= cleared_to {
+            let first = n - n % block_words;
+            cleared_to = first + block_words;
+            plane[first..cleared_to].fill(0);
+        }
+    }
+}
+
 /// Lays the `won` words of `listed` records over a group's `won` segment
 /// (a loss step's landing `won`).
 pub(super) fn patch_won(won_in: &[u32], listed: u32, won: &mut [u32]) -> Result<(), BadRecords> {
@@ -310,6 +326,26 @@ mod tests {
         let mut won = before[0].clone();
         patch_won(&again_won, listed, &mut won).unwrap();
         assert_eq!(won, expected[0]);
+    }
+
+    #[test]
+    fn clearing_the_live_placements_leaves_the_others_alone() {
+        let (len, block_words) = (300, 12);
+        // Holes but for one layout in 37.
+        let is_listed = |n: usize| n % 37 == 5;
+        let mut words = group(len);
+        let [won, lost, ..] = &mut words;
+        for (n, (won, lost)) in won.iter_mut().zip(lost.iter_mut()).enumerate() {
+            let hole = if is_listed(n) { 0 } else { ALL_CARD_STATES };
+            (*won, *lost) = (hole, hole);
+        }
+        let (mut won_out, mut rest_out) = (vec![0; 2 * len + 1024], vec![0; 3 * len + 1024]);
+        let listed = gather(refs(&words), Pick::Undecided, (&mut won_out, &mut rest_out), block_words, |_| true);
+        let live = |n: usize| (n - n % block_words..n - n % block_words + block_words).any(is_listed);
+        let mut plane = vec![u32::MAX; len];
+        clear_live(&won_out, listed, block_words, &mut plane);
+        assert!((0..len).all(|n| plane[n] == if live(n) { 0 } else { u32::MAX }));
+        assert!((0..len).any(|n| !live(n)) && (0..len).any(live), "both kinds occur");
     }
 
     #[test]

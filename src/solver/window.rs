@@ -217,9 +217,11 @@ impl OwnBuffers {
                     (Lane::Fresh | Lane::SparseWon, _) => match sparse_read(lane, g) {
                         Some((sparse_lane, bytes)) => {
                             let (records, rest) = into.split_at_mut(bytes);
-                            // `fresh` must start cleared; `due` is read only
+                            // `fresh` must start cleared, but over holes
+                            // only in the live placements, which
+                            // `unpack_sparse` clears; `due` is read only
                             // where `fill_due` filled it.
-                            if lane == Lane::Fresh {
+                            if lane == Lane::Fresh && reads(Lane::Won, g) {
                                 rest.fill(0);
                             }
                             io.bytes_read += bytes as u64;
@@ -259,8 +261,8 @@ impl OwnBuffers {
     /// (`due` is read only where `fill_due` fills it). Over holes it writes
     /// all four planes of the group's live placements only (`plan_load`
     /// leaves them as they were when it does not read the group's dense
-    /// `won`), and the batch's live flags say which those are: every
-    /// placement of the other groups is live.
+    /// `won`), clears their `fresh`, and the batch's live flags say which
+    /// those are: every placement of the other groups is live.
     pub fn unpack_sparse(
         &mut self,
         work: &Work,
@@ -298,6 +300,9 @@ impl OwnBuffers {
                     .into());
             }
             rest_in[..sparse::rest_bytes(listed) / 4].fill(0);
+            if let Base::Holes { block_words } = base {
+                sparse::clear_live(won_in, listed, block_words, &mut rest_in[..range.len()]);
+            }
         }
         Ok(())
     }
@@ -450,11 +455,13 @@ impl OwnBuffers {
         self.planes[i].words()
     }
 
-    /// The `fresh` plane (where a streamed step leaves what it decided) and
-    /// the value buffer (free once the step has run), to log the decisions.
-    pub fn decided_and_scratch(&mut self) -> (&[u32], &mut [u8]) {
+    /// The `fresh` plane (where a streamed step leaves what it decided),
+    /// the live flags (the placements whose `fresh` words are the batch's)
+    /// and the value buffer (free once the step has run), to log the
+    /// decisions.
+    pub fn decided_and_scratch(&mut self) -> ((&[u32], &PlacementFlags), &mut [u8]) {
         let i = WINDOW_LANES.iter().position(|&l| l == Lane::Fresh).expect("a plane lane");
-        (self.planes[i].words(), self.values.bytes_mut())
+        ((self.planes[i].words(), &self.live), self.values.bytes_mut())
     }
 
     pub fn values(&self) -> &[u8] {
