@@ -579,9 +579,11 @@ pub(super) struct WinLanes<'a> {
     pub capture: &'a [u32],
     /// Does a capture event of the unit's group fall due at this depth?
     pub capture_due: bool,
-    /// Streamed: the window's live flags and the element of the unit's
-    /// first layout in its plane buffers (see [`is_live`]).
-    pub live: Option<(&'a PlacementFlags, usize)>,
+    /// Element number, in the window's plane buffers, of the unit's first
+    /// layout (streamed; it numbers the live flags).
+    pub lane_start: usize,
+    /// Streamed: the window's live flags (see [`is_live`]).
+    pub live: Option<&'a PlacementFlags>,
 }
 
 /// Does a step look at the placement whose first layout is at `element`?
@@ -1083,10 +1085,9 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
     let (p, q) = (unit.p, unit.q);
     let mut placement_moves = PlacementMoves::new();
     let first_placement = first_placement(&unit);
-    let (live, lane_start) = own.live.unzip();
     for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
         let first = i * p * q;
-        if !is_live(live, lane_start.unwrap_or(0) + first) {
+        if !is_live(own.live, own.lane_start + first) {
             return;
         }
         let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else { return };

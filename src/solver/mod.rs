@@ -626,7 +626,8 @@ fn run_step(
                 lost: &lost[r.clone()],
                 capture: &capture[r.clone()],
                 capture_due: due(g),
-                live: own_live.map(|live| (live, r.start)),
+                lane_start: r.start,
+                live: own_live,
             };
             let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
             kernel::win_step(input, Unit { group, p, q, start, end }, &landing, own)
