@@ -114,11 +114,14 @@ impl GroupFlags {
 /// no-move losses need no bookkeeping, and a flag left set only costs a
 /// read.
 ///
-/// A streamed win step keeps the same flags per slice buffer, for the
+/// A streamed step keeps the same kind of flags per slice buffer, for the
 /// blocks of the landing slice it holds (numbered by their element in the
-/// buffer): filling the slice from the mirror's decision log
-/// ([`PlacementFlags::marker`]) sets exactly the flags of the blocks that
-/// get a loss, the rest stay clear.
+/// buffer): which blocks are laid and read. A win step's: filling the
+/// slice from the mirror's decision log ([`PlacementFlags::marker`]) sets
+/// exactly the flags of the blocks that get a loss, the rest stay clear
+/// (and read as zero). A loss step's: the groups read from disk, and the
+/// blocks of hole groups that records are laid over (the rest read as
+/// holes).
 pub(super) struct PlacementFlags {
     words: Vec<AtomicU64>,
     /// floor(log2(p * q)): a block's flag is its first element >> this.
@@ -219,19 +222,25 @@ pub(super) struct BlockMarker<'a> {
 }
 
 impl BlockMarker<'_> {
-    /// Sets the flag of the block holding layout `n` of the group. A
-    /// division per block, not per layout: consecutive layouts of one
-    /// block, the common case, set its flag once.
+    /// Sets the flag of the block holding layout `n` of the group, and
+    /// returns the block's layouts (within the group) if the flag was
+    /// clear: a block whose flag is clear holds no meaningful words, so
+    /// the caller lays them before writing any. A division per block, not
+    /// per layout: consecutive layouts of one block, the common case, set
+    /// its flag once.
     #[inline]
-    pub fn mark(&mut self, n: usize) {
+    pub fn mark(&mut self, n: usize) -> Option<std::ops::Range<usize>> {
         if self.block.contains(&n) {
-            return;
+            return None;
         }
         let block_words = self.flags.block_words;
         let start = n - n % block_words;
         self.block = start..start + block_words;
         let flag = (self.first + start) >> self.flags.shift;
-        *self.flags.words[flag / 64].get_mut() |= 1 << (flag % 64);
+        let (word, bit) = (self.flags.words[flag / 64].get_mut(), 1 << (flag % 64));
+        let was_clear = *word & bit == 0;
+        *word |= bit;
+        was_clear.then(|| self.block.clone())
     }
 }
 
@@ -358,9 +367,19 @@ mod tests {
             flags.clear_segments(segment.clone());
             let marked = [0, 3, block_words, 5 * block_words + 1, SEGMENT_ELEMENTS - block_words];
             let mut marker = flags.marker(segment.start);
+            let mut laid = Vec::new();
             for n in marked {
-                marker.mark(n);
+                laid.extend(marker.mark(n));
             }
+            // Each block once, when its flag is first set.
+            let mut blocks: Vec<usize> = Vec::new();
+            for start in marked.map(|n| n - n % block_words) {
+                if !blocks.contains(&start) {
+                    blocks.push(start);
+                }
+            }
+            let expected: Vec<_> = blocks.iter().map(|&s| s..s + block_words).collect();
+            assert_eq!(laid, expected, "{block_words}-word blocks");
             // Block starts of every segment (each segment's blocks start
             // at its first element).
             for s in 0..4 {

@@ -612,12 +612,15 @@ pub(super) struct StepInput<'a> {
     pub kept: Option<&'a MoveLists>,
     /// The region the landing segments lie in: the whole landing lane
     /// (resident), which kept moves' [`KeptMove::offset`]s point into, or
-    /// the slice buffer (streamed). [`StepInput::landing_fresh`] numbers
+    /// the slice buffer (streamed). [`StepInput::landing_blocks`] numbers
     /// blocks by their first element in it.
     pub landing_lane: &'a [u32],
-    /// Win steps with kept moves or streamed: which blocks of the landing
-    /// lane may hold a `fresh` loss (the others are not read).
-    pub landing_fresh: Option<&'a PlacementFlags>,
+    /// Which blocks of the landing lane hold words to read; the others
+    /// are not read, and read as the step's neutral word: win steps (kept
+    /// moves or streamed) fold only the blocks that may hold a `fresh`
+    /// loss, streamed loss steps only those that may hold a state not won
+    /// (a streamed slice buffer's other blocks hold stale words).
+    pub landing_blocks: Option<&'a PlacementFlags>,
     /// Loss steps with kept moves: the unit's material's
     /// [`PlacementFlags`] of `fresh`, to clear with a placement's `fresh`
     /// words and set when a loss is written.
@@ -813,7 +816,7 @@ impl<'a> PlacementMoves<'a> {
 
     /// Lists the placement's quiet moves, with `only_flagged` only those
     /// into blocks (of that landing lane) whose flag is set: the others
-    /// hold only zero words.
+    /// read as the step's neutral word, which changes no fold.
     fn list_moves(
         &mut self,
         moves: &MoveTable,
@@ -826,7 +829,6 @@ impl<'a> PlacementMoves<'a> {
         self.cards_with_moves = for_each_quiet_move(moves, landing, mover, opponent, |m, segment| {
             let block = &segment[m.base as usize..m.base as usize + block_layouts];
             let flagged = only_flagged.is_none_or(|(flags, lane)| flags.get(element_in(lane, block)));
-            debug_assert!(flagged || block.iter().all(|&word| word == 0), "a clear flag means a zero block");
             prefetch(block);
             // Written whether flagged or not, counted only if flagged: about
             // half the blocks of a streamed win step are zero, in no order a
@@ -1014,6 +1016,19 @@ fn prefetch<T>(block: &[T]) {
     };
 }
 
+/// The landing word of layout `n` of a landing group's `segment` (read
+/// by a pass, whose successor is found by ranking, not listed), or
+/// `neutral` where the landing lane's block flags ([`StepInput::landing_blocks`])
+/// say its block is not to be read.
+#[inline(always)]
+fn landing_word((blocks, lane): (Option<&PlacementFlags>, &[u32]), segment: &[u32], n: usize, neutral: u32) -> u32 {
+    match blocks {
+        // A group holds whole blocks, so the block starts in the segment.
+        Some(flags) if !flags.get(element_in(lane, &segment[n - n % flags.block_words()..])) => neutral,
+        _ => segment[n],
+    }
+}
+
 /// The element of `lane` that `block` starts at (`block` lies in `lane`).
 #[inline(always)]
 fn element_in(lane: &[u32], block: &[u32]) -> usize {
@@ -1066,8 +1081,8 @@ fn listing<'a>(input: &StepInput<'a>, placement: usize, needed: bool) -> Listing
     match input.kept {
         _ if !needed => Listing::Unneeded,
         // Win steps: blocks without a fresh loss add nothing to an OR.
-        Some(lists) => Listing::Kept(lists.placement(placement), input.landing_lane, input.landing_fresh),
-        None => Listing::Now(input.landing_fresh.map(|flags| (flags, input.landing_lane))),
+        Some(lists) => Listing::Kept(lists.placement(placement), input.landing_lane, input.landing_blocks),
+        None => Listing::Now(input.landing_blocks.map(|flags| (flags, input.landing_lane))),
     }
 }
 
@@ -1112,7 +1127,10 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
                 if no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
                     let at = layout.mover_master;
                     let (next, segment) = landing.find(&layout, at, at, 0);
-                    wins |= moves.cards.any_predecessor(segment[next], 0x1f) & no_move;
+                    wins |= moves.cards.any_predecessor(
+                        landing_word((input.landing_blocks, input.landing_lane), segment, next, 0),
+                        0x1f,
+                    ) & no_move;
                 }
             }
             // A capture win can be due only where the group has an event now.
@@ -1251,7 +1269,12 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
                 if no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
                     let at = layout.mover_master;
                     let (next, segment) = landing.find(&layout, at, at, 0);
-                    losses |= moves.cards.all_held(segment[next]) & no_move;
+                    losses |= moves.cards.all_held(landing_word(
+                        (input.landing_blocks, input.landing_lane),
+                        segment,
+                        next,
+                        ALL_CARD_STATES,
+                    )) & no_move;
                 }
                 losses & undecided
             } else {
@@ -1418,6 +1441,26 @@ mod tests {
             visit_words(&block, 7, &mut |slot, word, states| seen.push((slot, word, states)));
             let expected: Vec<_> = block.iter().enumerate().map(|(slot, &word)| (slot, word, 7)).collect();
             assert_eq!(seen, expected, "block of {len}");
+        }
+    }
+
+    /// A pass reads its successor's word only where the block's flag is
+    /// set (a slice buffer's other blocks hold stale words), else the
+    /// step's neutral word; without flags, always.
+    #[test]
+    fn a_pass_reads_only_flagged_landing_blocks() {
+        let block_words = 6;
+        let lane: Vec<u32> = (0..4096).map(|e| e as u32 | 1 << 20).collect();
+        let mut flags = PlacementFlags::all_clear(lane.len(), block_words);
+        let mut marker = flags.marker(1024);
+        let _ = marker.mark(13);
+        // The segment of a group starting at element 1024.
+        let segment = &lane[1024..2048];
+        for n in 0..60 {
+            let flagged = (12..18).contains(&n);
+            let expected = if flagged { segment[n] } else { 0xBEEF };
+            assert_eq!(landing_word((Some(&flags), &lane), segment, n, 0xBEEF), expected, "layout {n}");
+            assert_eq!(landing_word((None, &lane), segment, n, 0xBEEF), segment[n]);
         }
     }
 

@@ -953,7 +953,7 @@ fn step(
                 kept: kept.as_ref(),
                 // Set by `run_step`, which knows the landing lane.
                 landing_lane: &[],
-                landing_fresh: landing_fresh.filter(|_| kept.is_some() && win_step),
+                landing_blocks: landing_fresh.filter(|_| kept.is_some() && win_step),
                 own_fresh: fresh_placements.as_ref().filter(|_| kept.is_some() && !win_step),
             };
             let target_map = other.map(|o| plane_span(&o.planes));
@@ -1003,7 +1003,7 @@ fn step(
                 may_skip: depth != 2,
                 kept: None,
                 landing_lane: &[],
-                landing_fresh: None,
+                landing_blocks: None,
                 own_fresh: None,
             };
             // The step's jobs: batches of groups to visit, each with its
@@ -1059,14 +1059,16 @@ fn step(
                 first = next;
             }
             let Window { owns, slices, io } = &mut *window;
-            // A win step's slice buffers each with the flags of the blocks
-            // in them that hold a `fresh` loss: the kernels fold no other
-            // block (at 6 men, 55% of those a streamed win step lists).
+            // The slice buffers, each with the flags of its blocks that the
+            // kernels read: a win step's that hold a `fresh` loss (at 6
+            // men, 55% of the blocks a streamed win step lists hold none),
+            // a loss step's that hold a state not won (late, nearly every
+            // group of the mirror is holes). The other blocks are neither
+            // laid nor read: laying them was a pass over the whole mirror
+            // plane per step.
             let block_words = (target.index.material.mover * target.index.material.opponent) as usize;
-            let mut fresh_blocks: Vec<PlacementFlags> = match win_step {
-                true => slices.iter().map(|buffer| PlacementFlags::all_clear(buffer.len() / 4, block_words)).collect(),
-                false => Vec::new(),
-            };
+            let mut landing_blocks: Vec<PlacementFlags> =
+                slices.iter().map(|buffer| PlacementFlags::all_clear(buffer.len() / 4, block_words)).collect();
             // Reads job k into `own` (and a landing slice, a range of the
             // mirror's groups, into its buffer, if given) and fills its due
             // states: the job's maps, and where the slice was put.
@@ -1077,9 +1079,9 @@ fn step(
                         io: &mut IoTotals|
              -> Result<LoadedJob, SolveError> {
                 let (buffer, part) = slice.unzip();
-                let (mut buffer, blocks) = buffer.unzip();
+                let (mut buffer, mut blocks) = buffer.unzip();
                 let groups = part.as_ref().map(|p| p.part.clone());
-                let slice = buffer.as_deref_mut().map(|b| (b, blocks.flatten())).zip(part);
+                let slice = buffer.as_deref_mut().zip(blocks.as_deref_mut()).zip(part);
                 let (maps, at, (mut requests, fill)) = reads.plan(own, slice, &jobs[k].1, io);
                 window::fetch(disk, (&mut requests, fill), from_log, &mut io.bytes_read)?;
                 drop(requests);
@@ -1087,9 +1089,11 @@ fn step(
                 own.unpack_sparse(this_ref, &maps.0, |g| if relisting(g) { Base::Dense } else { holes })?;
                 // A loss step's landing `won` of sparse groups is their
                 // dense segment with their records laid over it.
-                if let (false, Some(buffer), Some(groups), Some((start, len))) = (win_step, buffer, groups, at) {
+                if let (false, Some(buffer), Some(blocks), Some(groups), Some((start, len))) =
+                    (win_step, buffer, blocks, groups, at)
+                {
                     let words = &mut buffer.words_mut()[..len / 4];
-                    own.patch_landing_won(disk, target, groups, (start, words), io)?;
+                    own.patch_landing_won(disk, target, groups, (start, words, blocks), io)?;
                 }
                 let due_groups: Vec<usize> = jobs[k].1.iter().copied().filter(|&g| due(g)).collect();
                 own.fill_due(this_ref.files().schedule(), (&maps.0, &maps.1), (this_ref, &due_groups), depth, io)?;
@@ -1145,7 +1149,7 @@ fn step(
             if !jobs.is_empty() {
                 let started = Instant::now();
                 let slice = SlicePart::whole(jobs[0].0.clone());
-                let buffer = (&mut slices[0], fresh_blocks.get_mut(0));
+                let buffer = (&mut slices[0], &mut landing_blocks[0]);
                 let (maps, at) = load(&mut owns[0], Some((buffer, slice)), 0, disk, io)?;
                 times.io_in_turn(started);
                 slice_held[0] = Some((jobs[0].0.clone(), at.expect("a slice was planned")));
@@ -1192,15 +1196,14 @@ fn step(
                 let held = slice_held[sb].as_ref().filter(|held| held.0 == jobs[k].0);
                 let (first_byte, len) = held.expect("the job's slice buffer holds its slice").1;
                 let map = Span { layout: &target.planes, first_byte, element_bytes: 4 };
-                let (blocks_now, blocks_other) = match fresh_blocks.as_mut_slice() {
-                    [] => (None, None),
-                    [only] => (Some(&*only), None),
+                let (blocks_now, blocks_other) = match landing_blocks.as_mut_slice() {
+                    [only] => (&*only, None),
                     pair => {
                         let (now, other) = pair_mut(pair, sb);
-                        (Some(&*now), Some(other))
+                        (&*now, Some(other))
                     }
                 };
-                let input = StepInput { landing_fresh: blocks_now, ..input };
+                let input = StepInput { landing_blocks: Some(blocks_now), ..input };
                 let (reports, computed) = if stages == 2 {
                     // While the workers compute job k in one window, a thread
                     // of its own stores job k - 1 from the other, then reads
@@ -1212,6 +1215,7 @@ fn step(
                     let (own_now, own_other) = pair_mut(owns, w);
                     let (slice_now, slice_other) = pair_mut(slices, sb);
                     let ahead = ahead[k].clone();
+                    let blocks_other = blocks_other.expect("two windows have two slice buffers");
                     let new_slice = ahead.as_ref().map(|(_, part)| ((slice_other, blocks_other), part.clone()));
                     let mut other_io = IoTotals::default();
                     let region = ReadRegion { map: &map, data: &slice_now.words()[..len / 4] };
@@ -1273,7 +1277,7 @@ fn step(
                         // One window: read the next job only now that this
                         // one is stored.
                         let new_slice = (jobs[k + 1].0 != jobs[k].0).then(|| {
-                            ((&mut slices[0], fresh_blocks.get_mut(0)), SlicePart::whole(jobs[k + 1].0.clone()))
+                            ((&mut slices[0], &mut landing_blocks[0]), SlicePart::whole(jobs[k + 1].0.clone()))
                         });
                         let (maps, at) = load(&mut owns[0], new_slice, k + 1, disk, io)?;
                         if let Some(at) = at {

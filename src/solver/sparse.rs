@@ -30,6 +30,7 @@
 //! only the first, loss steps only the second, so a loss step can read the
 //! landing groups' `won` records while it rewrites its own others.
 
+use super::flags::BlockMarker;
 use super::lanes::SEGMENT_ALIGN_BYTES;
 use crate::rules::ALL_CARD_STATES;
 
@@ -228,8 +229,15 @@ pub(super) fn clear_live(won_in: &[u32], listed: u32, block_words: usize, plane:
 }
 
 /// Lays the `won` words of `listed` records over a group's `won` segment
-/// (a loss step's landing `won`).
-pub(super) fn patch_won(won_in: &[u32], listed: u32, won: &mut [u32]) -> Result<(), BadRecords> {
+/// of holes (a loss step's landing `won`, whose words are not laid where
+/// the block flags of `blocks` are clear): a block gets holes' words when
+/// its first record sets its flag.
+pub(super) fn patch_won(
+    won_in: &[u32],
+    listed: u32,
+    won: &mut [u32],
+    mut blocks: BlockMarker,
+) -> Result<(), BadRecords> {
     let mut next = 0usize;
     for record in won_in[..WON_WORDS * listed as usize].chunks_exact(WON_WORDS) {
         let n = record[0] as usize;
@@ -237,6 +245,9 @@ pub(super) fn patch_won(won_in: &[u32], listed: u32, won: &mut [u32]) -> Result<
             return Err(BadRecords);
         }
         next = n + 1;
+        if let Some(block) = blocks.mark(n) {
+            won[block].fill(ALL_CARD_STATES);
+        }
         won[n] = record[1];
     }
     Ok(())
@@ -244,6 +255,7 @@ pub(super) fn patch_won(won_in: &[u32], listed: u32, won: &mut [u32]) -> Result<
 
 #[cfg(test)]
 mod tests {
+    use super::super::flags::PlacementFlags;
     use super::*;
 
     /// A group of `len` layouts: holes, decided layouts and undecided ones.
@@ -323,9 +335,20 @@ mod tests {
         expected[0][4] = ALL_CARD_STATES;
         expected[1][4] = 0;
         assert_eq!(dense, expected);
-        let mut won = before[0].clone();
-        patch_won(&again_won, listed, &mut won).unwrap();
-        assert_eq!(won, expected[0]);
+        // Laid over a loss step's landing holes: the blocks with a listed
+        // layout get their flags and holes' words under their records, the
+        // others are left as they were.
+        let elements = len.next_multiple_of(SEGMENT_ALIGN_BYTES as usize / 4);
+        let mut flags = PlacementFlags::all_clear(elements, block_words);
+        let mut won = vec![stale(0); len];
+        patch_won(&again_won, listed, &mut won, flags.marker(0)).unwrap();
+        for n in 0..len {
+            let block = n - n % block_words;
+            let is_live = live.contains(&block);
+            assert_eq!(flags.get(block), is_live, "block of layout {n}");
+            let hole = if is_live { ALL_CARD_STATES } else { stale(0) };
+            assert_eq!(won[n], if is_listed(n) { expected[0][n] } else { hole }, "layout {n}");
+        }
     }
 
     #[test]
@@ -367,8 +390,9 @@ mod tests {
             let holes = Base::Holes { block_words: 4 };
             assert_eq!(scatter(won, rest, listed, view(&mut target), holes, |_| {}), Err(BadRecords));
         }
-        assert_eq!(patch_won(&out_of_order, listed, &mut vec![0; len]), Err(BadRecords));
-        assert_eq!(patch_won(&beyond, listed, &mut vec![0; len]), Err(BadRecords));
+        let mut flags = PlacementFlags::all_clear(1024, 4);
+        assert_eq!(patch_won(&out_of_order, listed, &mut vec![0; len], flags.marker(0)), Err(BadRecords));
+        assert_eq!(patch_won(&beyond, listed, &mut vec![0; len], flags.marker(0)), Err(BadRecords));
     }
 
     #[test]

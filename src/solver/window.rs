@@ -21,7 +21,7 @@ use super::sparse::{self, Base, GroupWords, Pick};
 use super::{FinishedMaterial, IO_BLOCKS, IoTotals, Own, SolveError, Work};
 use crate::blockio::FileId;
 use crate::index::{Material, MaterialIndex};
-use crate::rules::{ALL_CARD_STATES, CARD_STATES};
+use crate::rules::CARD_STATES;
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -293,7 +293,12 @@ impl OwnBuffers {
                 held: &mut held.words_mut()[range.clone()],
             };
             let mut live = self.live.marker(range.start);
-            if sparse::scatter(won_in, rest_in, listed, own, base, |first| live.mark(first)).is_err() {
+            if sparse::scatter(won_in, rest_in, listed, own, base, |first| {
+                // `scatter` lays the placement's words itself.
+                let _ = live.mark(first);
+            })
+            .is_err()
+            {
                 return Err(work
                     .files()
                     .damaged(Lane::SparseWon, *g, "sparse records out of order or beyond the group")
@@ -405,16 +410,17 @@ impl OwnBuffers {
     }
 
     /// Lays the `SparseWon` records of the sparse groups among `groups` of
-    /// `target` over their `won` words in a loss step's landing slice
-    /// (`words`, from lane byte `slice_start` on). The records are read into
-    /// this window's `due` buffer, in rounds of as many as fit, and it is
-    /// left cleared: call before `fill_due`.
+    /// `target` over their holes in a loss step's landing slice (`words`,
+    /// from lane byte `slice_start` on, with its block flags): a block
+    /// with a record gets holes' words and its flag set, then its records.
+    /// The records are read into this window's `due` buffer, in rounds of
+    /// as many as fit, and it is left cleared: call before `fill_due`.
     pub fn patch_landing_won(
         &mut self,
         disk: &mut DiskIo,
         target: &Work,
         groups: Range<usize>,
-        (slice_start, words): (u64, &mut [u32]),
+        (slice_start, words, blocks): (u64, &mut [u32], &mut PlacementFlags),
         io: &mut IoTotals,
     ) -> Result<(), SolveError> {
         let sparse: Vec<(usize, u32)> =
@@ -439,7 +445,8 @@ impl OwnBuffers {
                 let records = &self.due.words()[bytes.start / 4..bytes.end / 4];
                 let at = ((target.planes.segment(g).start - slice_start) / 4) as usize;
                 let layouts = target.index.groups()[g].layouts as usize;
-                if sparse::patch_won(records, listed, &mut words[at..at + layouts]).is_err() {
+                let marker = blocks.marker(at);
+                if sparse::patch_won(records, listed, &mut words[at..at + layouts], marker).is_err() {
                     let what = "sparse records out of order or beyond the group";
                     return Err(target.files().damaged(Lane::SparseWon, g, what).into());
                 }
@@ -579,10 +586,13 @@ pub(super) struct LandingFill<'a> {
     blocks: (&'a mut PlacementFlags, usize),
 }
 
-/// A slice buffer to read a landing slice into and, for a win step, the
-/// flags of its blocks that may hold a `fresh` loss (set as the slice is
-/// filled from the log, read by the kernels: see [`PlacementFlags`]).
-pub(super) type SliceBuffer<'a> = (&'a mut AlignedBuf, Option<&'a mut PlacementFlags>);
+/// A slice buffer to read a landing slice into, and the flags of its
+/// blocks that the kernels read (`StepInput::landing_blocks`): for a win
+/// step those that may hold a `fresh` loss (set as the slice is filled
+/// from the log), for a loss step those that may hold a state not won (the
+/// groups read from disk, and the blocks of hole groups that sparse
+/// records are laid over). Blocks whose flag is clear are not laid.
+pub(super) type SliceBuffer<'a> = (&'a mut AlignedBuf, &'a mut PlacementFlags);
 
 /// Reads a planned job: its reads, then its landing slice from the log if
 /// it has one there.
@@ -620,11 +630,12 @@ impl<F: Fn(usize) -> FileId> StepReads<'_, F> {
                 let len = (span.end - span.start) as usize;
                 let words = self.landing.span(part.clone());
                 let words = ((words.start - span.start) / 4) as usize..((words.end - span.start) / 4) as usize;
-                let blocks = (blocks.expect("a slice from the log has block flags"), words.start);
+                let blocks = (blocks, words.start);
                 fill = Some(LandingFill { groups: part, words: &mut buffer.words_mut()[words], blocks });
                 return (span.start, len);
             }
             let holes = |g: usize| self.landing_holes[g];
+            let buffer = (buffer, blocks);
             let (at, slice_requests) = plan_slice(buffer, &self.file_of, self.landing, (slice, part, &holes), io);
             requests.extend(slice_requests);
             at
@@ -663,12 +674,13 @@ impl SlicePart {
 /// Plans reading the groups `part` of the groups `groups` of a plane lane
 /// (one contiguous range; group g from file `file_of(g)`, one request per
 /// run of groups in the same file) into `slice`, where `groups` start at
-/// its first byte, but for the groups `hole(g)` marks: those are filled
-/// here with holes' words (every card state set) and not read. Returns the
-/// lane byte offset the buffer starts at, the byte length of `groups`,
-/// and the reads.
+/// its first byte, but for the groups `hole(g)` marks: those read as
+/// holes' words (every card state set) and are not read. Sets the block
+/// flags of the groups read and clears those of the holes, whose words
+/// are not laid (see [`SliceBuffer`]). Returns the lane byte offset the
+/// buffer starts at, the byte length of `groups`, and the reads.
 pub(super) fn plan_slice<'a>(
-    slice: &'a mut AlignedBuf,
+    (slice, blocks): SliceBuffer<'a>,
     file_of: impl Fn(usize) -> FileId,
     layout: &LaneLayout,
     (groups, part, hole): (Range<usize>, Range<usize>, &dyn Fn(usize) -> bool),
@@ -684,11 +696,19 @@ pub(super) fn plan_slice<'a>(
     let relative = |bytes: Range<u64>| (bytes.start - span.start) as usize..(bytes.end - span.start) as usize;
     let mut runs: Vec<(FileId, Range<usize>)> = Vec::new();
     for g in part {
+        let padded = relative(layout.span(g..g + 1));
+        let elements = padded.start / 4..padded.end / 4;
         if hole(g) {
-            let words = relative(layout.segment(g));
-            slice.words_mut()[words.start / 4..words.end / 4].fill(ALL_CARD_STATES);
+            blocks.clear_segments(elements.clone());
+            // Debug builds fill holes with no card state set, which reads
+            // as nothing won, so that a read past a clear flag fails the
+            // tests.
+            if cfg!(debug_assertions) {
+                slice.words_mut()[elements].fill(0);
+            }
             continue;
         }
+        blocks.set_segments(elements);
         match runs.last_mut() {
             Some((file, run)) if *file == file_of(g) && run.end == g => run.end = g + 1,
             _ => runs.push((file_of(g), g..g + 1)),
@@ -941,9 +961,10 @@ mod tests {
         assert_eq!(SlicePart::whole(2..5), SlicePart { slice: 2..5, part: 2..5 });
     }
 
-    /// A landing slice read with holes: the groups marked are filled with
-    /// every card state set and cost no read, the others come from their
-    /// slot's file, and runs of groups split at holes and at file changes.
+    /// A landing slice read with holes: the groups marked cost no read and
+    /// their block flags are cleared, the others come from their slot's
+    /// file with their flags set, and runs of groups split at holes and at
+    /// file changes.
     #[test]
     fn landing_slices_skip_and_fill_hole_groups() {
         let index = MaterialIndex::new(Material::new(2, 3));
@@ -966,9 +987,15 @@ mod tests {
         let hole = |g: usize| g % 5 == 1 || g.is_multiple_of(7);
         let range = 2..groups - 1;
         let mut slice = AlignedBuf::zeroed(layout.total_bytes() as usize).unwrap();
+        let block_words = 6;
+        let mut blocks = PlacementFlags::all_set(slice.len() / 4, block_words);
+        // Stale flags before the slice: set, and some clear in it.
+        let first = (layout.segment(range.start).start / 4) as usize;
+        blocks.clear_segments(first..first + 1024);
         let mut io = IoTotals::default();
+        let buffer = (&mut slice, &mut blocks);
         let ((start, len), mut requests) =
-            plan_slice(&mut slice, |g| files[slot_of(g)], &layout, (range.clone(), range.clone(), &hole), &mut io);
+            plan_slice(buffer, |g| files[slot_of(g)], &layout, (range.clone(), range.clone(), &hole), &mut io);
         assert_eq!(start, layout.segment(range.start).start);
         assert_eq!(len as u64, layout.span(range.clone()).end - start);
         let read: u64 =
@@ -979,10 +1006,16 @@ mod tests {
         for g in range {
             let segment = layout.segment(g);
             let words = &slice.words()[((segment.start - start) / 4) as usize..((segment.end - start) / 4) as usize];
+            for n in (0..words.len()).step_by(block_words) {
+                let element = ((segment.start - start) / 4) as usize + n;
+                assert_eq!(blocks.get(element), !hole(g), "group {g}, block at {n}");
+            }
+            if hole(g) {
+                continue;
+            }
             for (n, &word) in words.iter().enumerate() {
                 let element = (segment.start / 4) as u32 + n as u32;
-                let expected = if hole(g) { ALL_CARD_STATES } else { (slot_of(g) as u32) << 24 | element };
-                assert_eq!(word, expected, "group {g}, layout {n}");
+                assert_eq!(word, (slot_of(g) as u32) << 24 | element, "group {g}, layout {n}");
             }
         }
     }
