@@ -246,3 +246,32 @@ fn a_run_killed_after_its_last_step_resumes_bit_identical() {
     }
     assert_eq!(shards(&reference), shards(&out));
 }
+
+/// A second run in a work directory that a run is using is refused at
+/// once, naming the directory, and the first run's table comes out as an
+/// undisturbed run's: two runs writing one directory's work files would
+/// each overwrite what the other's checkpoint names.
+#[test]
+fn a_second_run_in_a_work_directory_in_use_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let run = |work: &Path, out: &Path, resume: bool| generate(work, out, resume, &["--checkpoint-every", "0"]);
+    let reference = root.path().join("reference");
+    assert!(run(&root.path().join("w0"), &reference, false).status().unwrap().success());
+
+    let (work, out) = (root.path().join("w1"), root.path().join("out"));
+    let mut first = run(&work, &out, false).spawn().unwrap();
+    while checkpointed_depth(&work).is_none() {
+        assert!(first.try_wait().unwrap().is_none(), "the first run is still in its streamed pair");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for resume in [true, false] {
+        let second = run(&work, &root.path().join("out2"), resume).stderr(Stdio::piped()).output().unwrap();
+        assert!(!second.status.success());
+        let message = String::from_utf8_lossy(&second.stderr);
+        assert!(message.contains("in use by another onitb run") && message.contains("w1"), "{message}");
+    }
+    assert!(first.wait().unwrap().success());
+    assert_eq!(shards(&reference), shards(&out));
+    assert!(!work.exists(), "the finished run cleaned its work directory");
+    assert!(!root.path().join("out2").exists());
+}

@@ -2,10 +2,11 @@
 //! finished (their packed values complete and synced), for which rules, and
 //! how far the streamed pair in progress got.
 //!
-//! Owns the checkpoint file and its atomic replacement; knows nothing of
-//! lanes or solving. A material is recorded only after its packed values
-//! are synced, a step of a pair only after its work files are, and the record
-//! is replaced with write-to-temporary, sync, rename, sync-directory, so
+//! Owns the checkpoint file and its atomic replacement, and the lock that
+//! keeps a work directory to one run; knows nothing of lanes or solving.
+//! A material is recorded only after its packed values are synced, a step
+//! of a pair only after its work files are, and the record is replaced
+//! with write-to-temporary, sync, rename, sync-directory, so
 //! after `kill -9` at any moment the checkpoint names only complete work.
 //! Every pair's result depends only on the finished smaller ones and on the
 //! state after its last recorded step, so the table comes out bit-identical.
@@ -20,6 +21,8 @@ use thiserror::Error;
 
 /// File name of the checkpoint in the work directory.
 pub const CHECKPOINT_FILE: &str = "checkpoint.json";
+/// File name of the lock a run holds on its work directory.
+pub const LOCK_FILE: &str = "lock";
 /// Version of the checkpoint's content and of the work files it names; a
 /// run refuses other versions. (8: entry frames store layouts as
 /// differences, `entries.rs`.)
@@ -39,6 +42,34 @@ pub enum CheckpointError {
     Exists(PathBuf),
     #[error("work directory '{}' holds no checkpoint to resume from", .0.display())]
     Missing(PathBuf),
+    #[error("work directory '{}' is in use by another onitb run; wait for it to end, or use another --work", .0.display())]
+    InUse(PathBuf),
+}
+
+/// An exclusive lock on a work directory (`flock` on its [`LOCK_FILE`]),
+/// held from before its checkpoint is read until the run's results, whose
+/// packed values are in the directory, are dropped: a second run in the
+/// same directory would overwrite the work files the first one's
+/// checkpoint names. The system releases it when the process ends, even
+/// by `kill -9`, so a stale lock file blocks nothing.
+#[derive(Debug)]
+pub struct WorkLock {
+    _file: File,
+}
+
+impl WorkLock {
+    /// Locks `dir` (which must exist), or fails at once if another run
+    /// holds it.
+    fn take(dir: &Path) -> Result<WorkLock, CheckpointError> {
+        let path = dir.join(LOCK_FILE);
+        let io = |action, cause| CheckpointError::Io { action, path: path.clone(), cause };
+        let file = File::options().create(true).truncate(false).write(true).open(&path).map_err(|e| io("create", e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(WorkLock { _file: file }),
+            Err(fs::TryLockError::WouldBlock) => Err(CheckpointError::InUse(dir.to_path_buf())),
+            Err(fs::TryLockError::Error(cause)) => Err(io("lock", cause)),
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize, PartialEq, Eq, Debug)]
@@ -111,6 +142,7 @@ impl WorkRecord {
 pub struct Checkpoint {
     dir: PathBuf,
     record: Record,
+    lock: WorkLock,
 }
 
 fn describe(rules: &Rules, max_per_side: usize) -> String {
@@ -127,6 +159,7 @@ impl Checkpoint {
             move |cause| CheckpointError::Io { action, path, cause }
         };
         fs::create_dir_all(dir).map_err(io("create", dir))?;
+        let lock = WorkLock::take(dir)?;
         let path = dir.join(CHECKPOINT_FILE);
         let run = describe(rules, max_per_side);
         let existing = match fs::read(&path) {
@@ -151,9 +184,14 @@ impl Checkpoint {
             (None, true) => return Err(CheckpointError::Missing(dir.to_path_buf())),
             (None, false) => Record { version: CHECKPOINT_VERSION, run, finished: Vec::new(), pair: None },
         };
-        let mut checkpoint = Checkpoint { dir: dir.to_path_buf(), record };
+        let mut checkpoint = Checkpoint { dir: dir.to_path_buf(), record, lock };
         checkpoint.write()?;
         Ok(checkpoint)
+    }
+
+    /// The lock on the work directory, to hold after the checkpoint.
+    pub fn into_lock(self) -> WorkLock {
+        self.lock
     }
 
     pub fn is_finished(&self, material: Material) -> bool {
@@ -207,10 +245,39 @@ impl Checkpoint {
     }
 }
 
-/// Removes the checkpoint of a finished run.
+/// Removes the checkpoint and the lock file of a finished run.
 pub fn remove(dir: &Path) -> io::Result<()> {
-    match fs::remove_file(dir.join(CHECKPOINT_FILE)) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
+    for name in [CHECKPOINT_FILE, LOCK_FILE] {
+        match fs::remove_file(dir.join(name)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A second run in a work directory is refused while the first holds
+    /// it, and may start once the first has let go.
+    #[test]
+    fn a_work_directory_in_use_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        let rules = Rules::default();
+        let first = Checkpoint::open(&work, &rules, 2, false).unwrap();
+        let second = Checkpoint::open(&work, &rules, 2, true);
+        assert!(matches!(second, Err(CheckpointError::InUse(_))), "{:?}", second.err().map(|e| e.to_string()));
+        // Held on by the results after the checkpoint.
+        let lock = first.into_lock();
+        assert!(matches!(Checkpoint::open(&work, &rules, 2, true), Err(CheckpointError::InUse(_))));
+        drop(lock);
+        let again = Checkpoint::open(&work, &rules, 2, true).unwrap();
+        assert!(!again.is_finished(Material::new(1, 1)));
+        drop(again);
+        remove(&work).unwrap();
+        assert!(!work.join(LOCK_FILE).exists() && !work.join(CHECKPOINT_FILE).exists());
     }
 }

@@ -436,6 +436,10 @@ pub struct Solved {
     pub streamed_pairs: usize,
     /// Pairs (a material and its mirror) solved or resumed.
     pub pairs: usize,
+    /// The lock on the work directory, which holds the streamed
+    /// materials' packed values: no other run may start there while they
+    /// are read.
+    _work_lock: Option<checkpoint::WorkLock>,
 }
 
 impl Solved {
@@ -1917,7 +1921,9 @@ pub fn solve_with(
         }
         progress(Progress::MaterialDone { materials: pair });
     }
-    Ok(Solved { rules: *rules, max_per_side, materials: solved.into_values().collect(), io, streamed_pairs, pairs })
+    let materials = solved.into_values().collect();
+    let _work_lock = checkpoint.map(Checkpoint::into_lock);
+    Ok(Solved { rules: *rules, max_per_side, materials, io, streamed_pairs, pairs, _work_lock })
 }
 
 /// Lists every placement's quiet moves of a resident pair once, for all its
