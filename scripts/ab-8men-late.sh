@@ -71,6 +71,8 @@ kept="$scratch/work.$from"
 if [ "${KEEP:-0}" = 1 ] && [ -d "$kept" ]; then
   rm -rf "$work"
   cp -a --sparse=always "$kept" "$work"
+  # Else the copy's writeback competes with the first turns' reads.
+  sync
 fi
 now=$(depth_4v4)
 if [ "$now" -ne "$from" ]; then
@@ -90,6 +92,7 @@ fi
 if [ "${KEEP:-0}" = 1 ] && [ ! -d "$kept" ]; then
   cp -a --sparse=always "$work" "$kept.part"
   mv "$kept.part" "$kept"
+  sync
 fi
 
 logs="$scratch/late"

@@ -309,46 +309,88 @@ impl Group {
 
 impl Group {
     /// The (mover, opponent) boards of placements `start..end`, in order.
-    /// Counts like an odometer: each step changes the lowest digit's row
-    /// and, on a carry, the next ones, instead of decoding every digit.
     pub(crate) fn placements(&self, start: u64, end: u64) -> impl Iterator<Item = (u32, u32)> + '_ {
-        let mut digits = [0u8; ROWS];
-        let mut rest = start;
-        for row in DIGIT_ORDER {
-            digits[row] = (rest % self.row_radices[row] as u64) as u8;
-            rest /= self.row_radices[row] as u64;
-        }
-        let (mut mover, mut opponent) = self.placement(start.min(end));
+        let mut odometer = self.odometer(start.min(end));
+        (start..end).map(move |_| {
+            let boards = odometer.boards();
+            odometer.advance();
+            boards
+        })
+    }
+
+    /// An [`Odometer`] at placement `placement`.
+    pub(crate) fn odometer(&self, placement: u64) -> Odometer<'_> {
         // Each row's patterns, looked up once for the group's counts.
         let patterns: [&[u16; MAX_ROW_RADIX]; ROWS] = std::array::from_fn(|row| {
             &ROW_PATTERNS[self.mover_counts[row] as usize][self.opponent_counts[row] as usize]
         });
-        (start..end).map(move |_| {
-            let current = (mover, opponent);
-            for row in DIGIT_ORDER {
-                let old = unpack_patterns(patterns[row][digits[row] as usize]);
-                digits[row] += 1;
-                let carry = digits[row] == self.row_radices[row];
-                if carry {
-                    digits[row] = 0;
-                }
-                let new = unpack_patterns(patterns[row][digits[row] as usize]);
-                mover ^= (old.0 ^ new.0) << (5 * row);
-                opponent ^= (old.1 ^ new.1) << (5 * row);
-                if !carry {
-                    break;
-                }
-            }
-            current
-        })
+        let mut odometer = Odometer { group: self, patterns, digits: [0; ROWS], boards: (0, 0) };
+        odometer.seek(placement);
+        odometer
     }
-
     /// (mover, opponent) patterns of one row for a digit.
     #[inline(always)]
     fn row_patterns(&self, row: usize, digit: u8) -> (u32, u32) {
         unpack_patterns(
             ROW_PATTERNS[self.mover_counts[row] as usize][self.opponent_counts[row] as usize][digit as usize],
         )
+    }
+}
+
+/// The boards of a group's placements one after another: each step
+/// changes the lowest digit's row and, on a carry, the next ones, instead
+/// of decoding every digit; [`Odometer::seek`] decodes them all, for a
+/// jump.
+pub(crate) struct Odometer<'a> {
+    group: &'a Group,
+    patterns: [&'static [u16; MAX_ROW_RADIX]; ROWS],
+    digits: [u8; ROWS],
+    boards: (u32, u32),
+}
+
+impl Odometer<'_> {
+    /// The (mover, opponent) boards of the placement it is at.
+    #[inline(always)]
+    pub(crate) fn boards(&self) -> (u32, u32) {
+        self.boards
+    }
+
+    /// Moves to the next placement (past the group's last: to its first).
+    #[inline(always)]
+    pub(crate) fn advance(&mut self) {
+        let (mut mover, mut opponent) = self.boards;
+        for row in DIGIT_ORDER {
+            let old = unpack_patterns(self.patterns[row][self.digits[row] as usize]);
+            self.digits[row] += 1;
+            let carry = self.digits[row] == self.group.row_radices[row];
+            if carry {
+                self.digits[row] = 0;
+            }
+            let new = unpack_patterns(self.patterns[row][self.digits[row] as usize]);
+            mover ^= (old.0 ^ new.0) << (5 * row);
+            opponent ^= (old.1 ^ new.1) << (5 * row);
+            if !carry {
+                break;
+            }
+        }
+        self.boards = (mover, opponent);
+    }
+
+    /// Moves to placement `placement`.
+    pub(crate) fn seek(&mut self, placement: u64) {
+        let mut rest = placement;
+        for row in DIGIT_ORDER {
+            self.digits[row] = (rest % self.group.row_radices[row] as u64) as u8;
+            rest /= self.group.row_radices[row] as u64;
+        }
+        self.boards = self.group.placement(placement);
+        debug_assert!(
+            DIGIT_ORDER.iter().all(|&row| {
+                let (m, o) = unpack_patterns(self.patterns[row][self.digits[row] as usize]);
+                (self.boards.0 >> (5 * row)) & 31 == m && (self.boards.1 >> (5 * row)) & 31 == o
+            }),
+            "the digits are the boards' rows"
+        );
     }
 }
 
@@ -700,6 +742,24 @@ mod tests {
             for (start, end) in [(0, placements), (placements / 3, placements / 2), (placements, placements)] {
                 let decoded: Vec<_> = (start..end).map(|i| group.placement(i)).collect();
                 assert_eq!(group.placements(start, end).collect::<Vec<_>>(), decoded);
+            }
+        }
+    }
+
+    /// An odometer that seeks, then steps on, is where decoding puts it.
+    #[test]
+    fn an_odometer_seeks_to_the_decoded_placement() {
+        let index = MaterialIndex::new(Material::new(4, 4));
+        for group in index.groups().iter().step_by(37) {
+            let placements = group.layouts / 16;
+            let mut odometer = group.odometer(0);
+            for at in [placements / 2, 1, placements - 1, 0, placements / 7] {
+                odometer.seek(at);
+                assert_eq!(odometer.boards(), group.placement(at));
+                if at + 1 < placements {
+                    odometer.advance();
+                    assert_eq!(odometer.boards(), group.placement(at + 1));
+                }
             }
         }
     }

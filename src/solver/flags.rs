@@ -176,6 +176,30 @@ impl PlacementFlags {
         word.load(Ordering::Relaxed) & bit != 0
     }
 
+    /// The first `k` in `from..blocks` whose block, starting at lane
+    /// element `origin + k * block_words`, has its flag set: a word of
+    /// clear flags is passed over at once, so a step walks the live
+    /// placements of a group where few are without looking at the others.
+    #[inline]
+    pub fn next_set(&self, origin: usize, from: usize, blocks: usize) -> Option<usize> {
+        // The first block whose start is at or after lane element `element`.
+        let block_at = |element: usize| element.saturating_sub(origin).div_ceil(self.block_words);
+        let mut k = from;
+        while k < blocks {
+            let flag = (origin + k * self.block_words) >> self.shift;
+            let rest = self.words[flag / 64].load(Ordering::Relaxed) >> (flag % 64);
+            if rest & 1 != 0 {
+                return Some(k);
+            }
+            // The next set flag of the word, or the next word's first. Not
+            // every flag number is a block's (see the type's comment), so
+            // the block found is looked at again; each turn moves on.
+            let next_flag = if rest == 0 { (flag / 64 + 1) * 64 } else { flag + rest.trailing_zeros() as usize };
+            k = block_at(next_flag << self.shift).max(k + 1);
+        }
+        None
+    }
+
     /// Clears the flags of the blocks starting in `elements`, a range
     /// whose ends are lane segment boundaries. Those are 1024 elements
     /// apart, and 1024 >> floor(log2(p * q)) is a multiple of 64 for up to
@@ -389,6 +413,42 @@ mod tests {
                     assert_eq!(flags.get(at), expected, "{block_words}-word blocks, segment {s}, block at {start}");
                 }
             }
+        }
+    }
+
+    /// `next_set` finds the same blocks as asking each block in turn, for
+    /// every block size, from units that start anywhere, over runs of
+    /// clear words and flag numbers that are no block's (set too: flags
+    /// start set).
+    #[test]
+    fn the_next_set_block_is_found_past_clear_flags() {
+        for block_words in 1..=25 {
+            let mut flags = PlacementFlags::all_set(8 * SEGMENT_ELEMENTS, block_words);
+            flags.clear_segments(SEGMENT_ELEMENTS..7 * SEGMENT_ELEMENTS);
+            let origin = SEGMENT_ELEMENTS;
+            let mut marker = flags.marker(origin);
+            let blocks = 6 * SEGMENT_ELEMENTS / block_words;
+            // Sparse, then a dense run, then sparse again.
+            let live = |k: usize| k % 97 == 5 || (blocks / 2..blocks / 2 + 40).contains(&k) || k == blocks - 1;
+            for k in (0..blocks).filter(|&k| live(k)) {
+                let _ = marker.mark(k * block_words);
+            }
+            for unit_start in [0, 1, 7, blocks / 3] {
+                let unit_origin = origin + unit_start * block_words;
+                let unit_blocks = blocks - unit_start;
+                let mut found = Vec::new();
+                let mut from = 0;
+                while let Some(k) = flags.next_set(unit_origin, from, unit_blocks) {
+                    found.push(k);
+                    from = k + 1;
+                }
+                let expected: Vec<usize> =
+                    (0..unit_blocks).filter(|&k| flags.get(unit_origin + k * block_words)).collect();
+                assert_eq!(found, expected, "{block_words}-word blocks from block {unit_start}");
+                assert_eq!(expected.len(), (unit_start..blocks).filter(|&k| live(k)).count());
+            }
+            // The set flags around the cleared segments are found too.
+            assert_eq!(flags.next_set(0, 0, 3), Some(0));
         }
     }
 

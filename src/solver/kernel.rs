@@ -338,7 +338,7 @@ pub(super) fn fold_captures(moves: &MoveTable, unit: Unit, captured: &Landing<u8
     let block_layouts = captured.index.material.mover as usize * target_q;
     let mut list = [(empty, 0u32, 0u8); MAX_BOARD_MOVES];
     let row_squares = (0..ROWS).filter(|r| rows & (1 << r) != 0).fold(0u32, |squares, r| squares | (0x1f << (5 * r)));
-    for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
+    for_each_placement(unit.group, unit.start, unit.end, None, |i, mover, opponent| {
         let mut count = 0;
         let mut pieces = mover;
         while pieces != 0 {
@@ -417,7 +417,7 @@ pub(super) fn initialize(
     let loss0 = Value::Loss(0).to_byte();
     let mut report = UnitReport::default();
     let (p, q) = (unit.p, unit.q);
-    for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
+    for_each_placement(unit.group, unit.start, unit.end, None, |i, mover, opponent| {
         let place = Placement::new(mover, opponent);
         // Per card slot, the squares some mover piece moves to (own ones
         // included: the opponent's master never stands on those).
@@ -1055,11 +1055,39 @@ fn board_successor<T>(m: &BoardMove<T>, mover_master: u8, turned_opponent: usize
 /// Calls `visit(i, mover, opponent)` for placements `start..end` of a
 /// group, i counting from 0; placement i holds layouts i * p * q onwards.
 #[inline(always)]
-fn for_each_placement(group: &Group, start: u64, end: u64, mut visit: impl FnMut(usize, u32, u32)) {
-    for (i, (mover, opponent)) in group.placements(start, end).enumerate() {
+fn for_each_placement(group: &Group, start: u64, end: u64, live: Live, mut visit: impl FnMut(usize, u32, u32)) {
+    let Some((flags, lane_start)) = live else {
+        for (i, (mover, opponent)) in group.placements(start, end).enumerate() {
+            visit(i, mover, opponent);
+        }
+        return;
+    };
+    let placements = (end - start) as usize;
+    let mut odometer = group.odometer(start);
+    // The placement the odometer is at.
+    let mut at = 0;
+    let mut from = 0;
+    while let Some(i) = flags.next_set(lane_start, from, placements) {
+        if i - at > SEEK_AFTER_PLACEMENTS {
+            odometer.seek(start + i as u64);
+        } else {
+            (at..i).for_each(|_| odometer.advance());
+        }
+        at = i;
+        let (mover, opponent) = odometer.boards();
         visit(i, mover, opponent);
+        from = i + 1;
     }
 }
+
+/// A streamed step's live flags and the element of the unit's first
+/// layout ([`is_live`]); `None`: every placement is looked at.
+type Live<'a> = Option<(&'a PlacementFlags, usize)>;
+
+/// How far [`for_each_placement`] moves the odometer on to the next live
+/// placement before it decodes that placement's digits instead (a
+/// division per row, five, against a table look-up or two per step).
+const SEEK_AFTER_PLACEMENTS: usize = 8;
 
 /// How a step gets the moves of a placement.
 #[derive(Clone, Copy)]
@@ -1100,11 +1128,10 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
     let (p, q) = (unit.p, unit.q);
     let mut placement_moves = PlacementMoves::new();
     let first_placement = first_placement(&unit);
-    for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
+    let live = own.live.map(|flags| (flags, own.lane_start));
+    for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent| {
         let first = i * p * q;
-        if !is_live(own.live, own.lane_start + first) {
-            return;
-        }
+        debug_assert!(is_live(own.live, own.lane_start + first));
         let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
         if own.capture_due {
             own.values.prefetch_due(first, p * q, depth);
@@ -1215,13 +1242,12 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
     let first_placement = first_placement(&unit);
     let unit_elements = own.lane_start..own.lane_start + (unit.end - unit.start) as usize * p * q;
     let mut own_flags = input.own_fresh.map(|flags| flags.writer(unit_elements));
-    for_each_placement(unit.group, unit.start, unit.end, |i, mover, opponent| {
+    let live = own.live.map(|flags| (flags, own.lane_start));
+    for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent| {
         let first = i * p * q;
-        // The words of a placement that is not live are not its own (and
-        // not logged: it decides nothing).
-        if !is_live(own.live, own.lane_start + first) {
-            return;
-        }
+        // Only live placements: the words of the others are not their own
+        // (and not logged: they decide nothing).
+        debug_assert!(is_live(own.live, own.lane_start + first));
         let fresh = &mut own.fresh[first..first + p * q];
         if fresh.iter().any(|&word| word != 0) {
             fresh.fill(0);
@@ -1441,6 +1467,43 @@ mod tests {
             visit_words(&block, 7, &mut |slot, word, states| seen.push((slot, word, states)));
             let expected: Vec<_> = block.iter().enumerate().map(|(slot, &word)| (slot, word, 7)).collect();
             assert_eq!(seen, expected, "block of {len}");
+        }
+    }
+
+    /// With live flags, the placements visited are the live ones of the
+    /// unit, each with its own boards, whether the odometer steps or
+    /// seeks to them; without, every placement.
+    #[test]
+    fn a_step_visits_the_live_placements_with_their_boards() {
+        let index = MaterialIndex::new(Material::new(3, 4));
+        let block_words = 12;
+        let groups: Vec<_> = index.groups().iter().step_by(29).filter(|g| g.layouts >= 12 * 40).collect();
+        assert!(groups.len() >= 5);
+        for group in groups {
+            let placements = group.layouts / block_words as u64;
+            let (start, end) = (placements / 5, placements - 3);
+            let lane_start = 4096;
+            let mut flags =
+                PlacementFlags::all_clear(lane_start + placements as usize * block_words + 4096, block_words);
+            let is_live = |i: u64| i.is_multiple_of(13) || (start + 5..start + 30).contains(&i) || i == end - 1;
+            let mut marker = flags.marker(lane_start);
+            for i in (0..placements).filter(|&i| is_live(i)) {
+                let _ = marker.mark(i as usize * block_words);
+            }
+            let unit_start = lane_start + start as usize * block_words;
+            let mut visited = Vec::new();
+            for_each_placement(group, start, end, Some((&flags, unit_start)), |i, m, o| visited.push((i, m, o)));
+            let expected: Vec<_> = (start..end)
+                .filter(|&i| is_live(i))
+                .map(|i| ((i - start) as usize, group.placement(i).0, group.placement(i).1))
+                .collect();
+            assert_eq!(visited, expected);
+            let mut all = 0;
+            for_each_placement(group, start, end, None, |i, m, o| {
+                assert_eq!((m, o), group.placement(start + i as u64));
+                all += 1;
+            });
+            assert_eq!(all, end - start);
         }
     }
 
