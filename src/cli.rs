@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use onitb::blockio::{IoChoice, format_size, parse_size};
 use onitb::compress::CompressedShardWriter;
 use onitb::compress::{self, ShardSizes};
-use onitb::format::{Content, ShardHeader};
+use onitb::format::{BLOCK_BYTES, Content, ShardHeader};
 use onitb::index::Material;
 use onitb::notation::{self, Colour, Setup};
 use onitb::probe::MoveValue;
@@ -25,6 +25,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+/// Value bytes unpacked at once while writing the shards when no budget
+/// was given (values are packed only by streamed runs, which have one).
+const DEFAULT_UNPACK_BYTES: usize = 64 << 20;
+
+/// What writing the shards may hold of each of two kinds, unpacked groups
+/// and blocks waiting to be compressed: a quarter of the budget each. The
+/// solver's buffers are freed by then; the blocks' stored bytes and frames
+/// (at most a block per thread at once, and the frames, a few times
+/// smaller) take part of the rest.
+fn shard_writing_bytes(budget_bytes: u64) -> usize {
+    usize::try_from(budget_bytes / 4).unwrap_or(usize::MAX)
+}
 
 /// Progress lines come every this many plies of depth...
 const PROGRESS_EVERY_PLIES: u16 = 10;
@@ -462,14 +475,19 @@ fn generate(args: GenerateArgs) -> Result<()> {
                 let header = ShardHeader::for_material(&rules, max_per_side, material)
                     .map_err(|cause| StoreError::Format { path: path.clone(), cause })?;
                 let header = ShardHeader { block_crcs: Vec::new(), ..header };
-                ShardWriter::Compressed(CompressedShardWriter::create(&path, header, context, level, Content::Values)?)
+                let writer = CompressedShardWriter::create(&path, header, context, level, Content::Values)?;
+                ShardWriter::Compressed(match budget_bytes {
+                    Some(budget) => writer.batch_blocks(shard_writing_bytes(budget) / BLOCK_BYTES as usize),
+                    None => writer,
+                })
             }
             _ => {
                 let path = out.path_for(&store::shard_name(material));
                 ShardWriter::Raw(RawShardWriter::create(&path, &rules, max_per_side, material)?)
             }
         };
-        finished.for_each_chunk(|chunk| {
+        let unpack_bytes = budget_bytes.map_or(DEFAULT_UNPACK_BYTES, shard_writing_bytes);
+        finished.for_each_chunk(unpack_bytes, |chunk| {
             stats = Stats::merge(stats, Stats::of_values(chunk));
             match &mut writer {
                 ShardWriter::Raw(w) => w.write_values(chunk),

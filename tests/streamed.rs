@@ -218,5 +218,29 @@ fn values_take_no_raw_disk_and_finished_materials_are_packed() {
     // The late steps work on sparse own planes (and the table is the same).
     assert!(*most_sparse.lock().unwrap() > 0, "no group turned sparse");
     assert_eq!(packed_seen.lock().unwrap().len(), 4, "1v1, 1v2, 2v1, 2v2");
-    assert_same(&Table::generate(&rules(NoMoveRule::Loss), 2).unwrap(), &solved.into_table().unwrap());
+    // Packed values are handed on in batches of groups unpacked in
+    // parallel; any batch size gives the same bytes, a group at a time
+    // for a batch smaller than any group, all at once for an unbounded one.
+    let resident = Table::generate(&rules(NoMoveRule::Loss), 2).unwrap();
+    for finished in &solved.materials {
+        let expected = &resident.material(finished.material()).unwrap().values;
+        for batch_bytes in [0, 1000, 30_000, usize::MAX] {
+            let mut got = Vec::new();
+            let mut chunks = 0;
+            finished
+                .for_each_chunk(batch_bytes, |chunk| {
+                    got.extend_from_slice(chunk);
+                    chunks += 1;
+                    Ok::<_, SolveError>(())
+                })
+                .unwrap();
+            assert!(got == *expected, "{}, batches of {batch_bytes} bytes", finished.material());
+            match batch_bytes {
+                0 => assert_eq!(chunks, finished.index().groups().len(), "one group at a time"),
+                usize::MAX => assert_eq!(chunks, 1, "one batch"),
+                _ => {}
+            }
+        }
+    }
+    assert_same(&resident, &solved.into_table().unwrap());
 }

@@ -399,26 +399,61 @@ impl FinishedMaterial {
     }
 
     /// Hands the value bytes, without segment padding and in layout order,
-    /// to `sink` one group segment at a time (at most one group in memory).
-    pub fn for_each_chunk<E: From<SolveError>>(&self, mut sink: impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
-        let mut buffer = Vec::new();
-        for g in 0..self.index.groups().len() {
-            let segment = self.values_layout.segment(g);
-            match &self.values {
-                FinishedValues::Resident(values) => sink(&values[segment.start as usize..segment.end as usize])?,
-                FinishedValues::Packed(packed) => {
-                    buffer.resize((segment.end - segment.start) as usize, 0);
-                    packed.read_group(g, &mut buffer).map_err(SolveError::from)?;
-                    sink(&buffer)?;
-                }
+    /// to `sink` a group segment or a batch of them at a time. Packed values are unpacked a
+    /// batch of consecutive groups at a time, in parallel (one zstd stream
+    /// runs at about 1 GB/s, and a shard writer's compression would wait on
+    /// it): at most `batch_bytes` or one group in memory.
+    pub fn for_each_chunk<E: From<SolveError>>(
+        &self,
+        batch_bytes: usize,
+        mut sink: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let segments: Vec<Range<usize>> = (0..self.index.groups().len())
+            .map(|g| {
+                let segment = self.values_layout.segment(g);
+                segment.start as usize..segment.end as usize
+            })
+            .collect();
+        let packed = match &self.values {
+            FinishedValues::Resident(values) => {
+                return segments.into_iter().try_for_each(|segment| sink(&values[segment]));
             }
+            FinishedValues::Packed(packed) => packed,
+        };
+        // One buffer for every batch, carved into its groups' segments.
+        let largest = segments.iter().map(|s| s.len()).max().unwrap_or(0);
+        let total: usize = segments.iter().map(|s| s.len()).sum();
+        let mut buffer = vec![0u8; batch_bytes.max(largest).min(total)];
+        let mut first = 0;
+        while first < segments.len() {
+            let mut end = first + 1;
+            let mut bytes = segments[first].len();
+            while end < segments.len() && bytes + segments[end].len() <= batch_bytes {
+                bytes += segments[end].len();
+                end += 1;
+            }
+            let mut slices = Vec::with_capacity(end - first);
+            let mut rest = &mut buffer[..bytes];
+            for segment in &segments[first..end] {
+                let (slice, after) = rest.split_at_mut(segment.len());
+                slices.push(slice);
+                rest = after;
+            }
+            slices
+                .par_iter_mut()
+                .zip(first..end)
+                .try_for_each(|(slice, g)| packed.read_group(g, slice))
+                .map_err(SolveError::from)?;
+            sink(&buffer[..bytes])?;
+            first = end;
         }
         Ok(())
     }
 
     fn into_solved(self) -> Result<SolvedMaterial, SolveError> {
         let mut values = Vec::with_capacity(self.index.layouts() as usize * CARD_STATES);
-        self.for_each_chunk(|chunk| {
+        // The whole table is in memory anyway; a batch adds 64 MiB to it.
+        self.for_each_chunk(64 << 20, |chunk| {
             values.extend_from_slice(chunk);
             Ok::<_, SolveError>(())
         })?;
