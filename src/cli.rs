@@ -26,10 +26,6 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Value bytes unpacked at once while writing the shards when no budget
-/// was given (values are packed only by streamed runs, which have one).
-const DEFAULT_UNPACK_BYTES: usize = 64 << 20;
-
 /// What writing the shards may hold of each of two kinds, unpacked groups
 /// and blocks waiting to be compressed: a quarter of the budget each. The
 /// solver's buffers are freed by then; the blocks' stored bytes and frames
@@ -486,7 +482,7 @@ fn generate(args: GenerateArgs) -> Result<()> {
                 ShardWriter::Raw(RawShardWriter::create(&path, &rules, max_per_side, material)?)
             }
         };
-        let unpack_bytes = budget_bytes.map_or(DEFAULT_UNPACK_BYTES, shard_writing_bytes);
+        let unpack_bytes = budget_bytes.map_or(solver::UNPACK_BATCH_BYTES_DEFAULT, shard_writing_bytes);
         finished.for_each_chunk(unpack_bytes, |chunk| {
             stats = Stats::merge(stats, Stats::of_values(chunk));
             match &mut writer {

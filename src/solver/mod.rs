@@ -376,6 +376,11 @@ fn value_span(layout: &LaneLayout) -> Span<'_> {
     Span { layout, first_byte: 0, element_bytes: 1 }
 }
 
+/// Value bytes [`FinishedMaterial::for_each_chunk`] unpacks at once where
+/// no budget says otherwise: making the whole table in memory, or writing
+/// shards without `--mem`.
+pub const UNPACK_BATCH_BYTES_DEFAULT: usize = 64 << 20;
+
 /// A finished material: its value lane, in memory or packed in the work
 /// directory.
 pub struct FinishedMaterial {
@@ -399,10 +404,11 @@ impl FinishedMaterial {
     }
 
     /// Hands the value bytes, without segment padding and in layout order,
-    /// to `sink` a group segment or a batch of them at a time. Packed values are unpacked a
-    /// batch of consecutive groups at a time, in parallel (one zstd stream
-    /// runs at about 1 GB/s, and a shard writer's compression would wait on
-    /// it): at most `batch_bytes` or one group in memory.
+    /// to `sink` a group segment or a batch of them at a time. Packed
+    /// values are unpacked a batch of consecutive groups at a time, in
+    /// parallel (one zstd stream runs at about 1 GB/s, and a shard writer's
+    /// compression would wait on it): at most `batch_bytes` or one group in
+    /// memory.
     pub fn for_each_chunk<E: From<SolveError>>(
         &self,
         batch_bytes: usize,
@@ -432,14 +438,11 @@ impl FinishedMaterial {
                 bytes += segments[end].len();
                 end += 1;
             }
-            let mut slices = Vec::with_capacity(end - first);
-            let mut rest = &mut buffer[..bytes];
-            for segment in &segments[first..end] {
-                let (slice, after) = rest.split_at_mut(segment.len());
-                slices.push(slice);
-                rest = after;
-            }
-            slices
+            let in_batch = segments[first..end].iter().scan(0, |at, segment| {
+                *at += segment.len();
+                Some(*at - segment.len()..*at)
+            });
+            carve_mut(&mut buffer[..bytes], in_batch)
                 .par_iter_mut()
                 .zip(first..end)
                 .try_for_each(|(slice, g)| packed.read_group(g, slice))
@@ -452,8 +455,7 @@ impl FinishedMaterial {
 
     fn into_solved(self) -> Result<SolvedMaterial, SolveError> {
         let mut values = Vec::with_capacity(self.index.layouts() as usize * CARD_STATES);
-        // The whole table is in memory anyway; a batch adds 64 MiB to it.
-        self.for_each_chunk(64 << 20, |chunk| {
+        self.for_each_chunk(UNPACK_BATCH_BYTES_DEFAULT, |chunk| {
             values.extend_from_slice(chunk);
             Ok::<_, SolveError>(())
         })?;
