@@ -12,11 +12,16 @@
 # depth); then resumes it `--checkpoint-every 0 --verbose`, STEPS steps at
 # a time, with the binaries in the order base this this base base this ...
 # up to depth TO, each run killed (-9) once the checkpoint holds its last
-# depth. A resumed run sets every change flag, in both arms alike.
+# depth. A resumed run sets every change flag, in both arms alike. With
+# CHECKPOINT_EVERY=N the turns take a checkpoint every N seconds, as a
+# whole run does (default 0, every step); a turn may then go a step past
+# its last depth, and the next starts from its checkpoint.
 #
 # Reports, per 16 depths and in all, the sums of each arm's `--verbose`
 # step lines: computing / settling / waiting for I/O = wall, and the
-# storing and reading thread's busy time. The logs stay in WORKDIR/late.
+# storing and reading thread's busy time; then each arm's whole turns
+# (resuming, steps and their checkpoints) and what of them falls outside
+# the step lines. The logs stay in WORKDIR/late.
 #
 # usage: scripts/ab-8men-late.sh BASE FROM TO [WORKDIR] [STEPS]
 #   scripts/ab-8men-late.sh 85014e5 30 93 /work/scratch/ab
@@ -28,6 +33,9 @@ base_rev=${1:?$usage}
 from=${2:?$usage}
 to=${3:?$usage}
 steps=${5:-2}
+# Seconds between checkpoints in the turns (0: every step, so that each
+# turn ends where it should).
+every=${CHECKPOINT_EVERY:-0}
 cd "$(dirname "$0")/.."
 root=$PWD
 scratch=${4:-$root/target/ab-8men-late}
@@ -103,8 +111,10 @@ turn=0
 while [ "$now" -lt "$to" ]; do
   which=${order[turn % 4]}
   until=$((now + steps > to ? to : now + steps))
+  started=$(date +%s.%N)
   run_until "$until" "$logs/$turn.$which.log" "$scratch/onitb.$which" "${args[@]}" \
-    --checkpoint-every 0 --verbose --resume
+    --checkpoint-every "$every" --verbose --resume
+  awk -v arm="$which" -v t0="$started" -v t1="$(date +%s.%N)" 'BEGIN { print arm, t1 - t0 }' >> "$logs/turns.txt"
   # Only the steps this turn was for: a run may finish one more before it
   # is killed, and the next turn does that one again.
   tr '\r' '\n' < "$logs/$turn.$which.log" | awk -v lo="$now" -v hi="$until" -v arm="$which" '
@@ -158,3 +168,23 @@ awk -v from="$from" '
     for (r = 0; r <= last; r++) row(lo[r] "-" hi[r], r)
     row("all", "all")
   }' "$logs/steps.txt"
+
+# Whole turns (resuming, the steps, their checkpoints), which the step
+# lines above leave out the checkpoints of.
+awk '
+  function secs(t,   m, h) {
+    sub(/[,;)]*$/, "", t)
+    if (t ~ /h/) { split(t, h, /h|m|s/); return h[1] * 3600 + h[2] * 60 + h[3] }
+    if (t ~ /m/) { split(t, m, /m|s/); return m[1] * 60 + m[2] }
+    sub(/s$/, "", t); return t + 0
+  }
+  FILENAME ~ /turns/ { T[$1] += $2; n[$1]++; next }
+  { for (i = 3; i <= NF; i++) {
+      if ($i == "computing") L[$1] += secs($(i + 1))
+      if ($i == "settling") L[$1] += secs($(i + 1))
+      if ($i == "I/O") L[$1] += secs($(i + 1))
+    } }
+  END {
+    printf "turns, wall: base %.1f s (%d turns), this %.1f s (%d turns), this / base %.3f\n", T["base"], n["base"], T["this"], n["this"], T["this"] / T["base"]
+    printf "turns outside the step lines (resuming, checkpoints): base %.1f s, this %.1f s\n", T["base"] - L["base"], T["this"] - L["this"]
+  }' "$logs/turns.txt" "$logs/steps.txt"

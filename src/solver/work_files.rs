@@ -8,9 +8,15 @@
 //! that segment goes to the other slot. So the planes a checkpoint names are
 //! never overwritten while it is the latest, and nothing is copied to take
 //! one. Once a newer checkpoint is durable, the segments the older one named
-//! and the newer does not are punched out of their files, and a plane
-//! segment of zeros is stored as a hole: so the planes take about one copy
-//! of disk plus what was written since the last checkpoint, not two copies.
+//! and the newer does not are *stale*. A dense plane's next write of the
+//! segment goes over all of it, so its stale segments are left in place
+//! for that write and only punched out of their files at the checkpoint
+//! after, if no write came; a sparse lane's records cover only part of
+//! the segment, so its stale segments are punched out at once. A plane
+//! segment of zeros is stored as a hole. So the planes take
+//! about one copy of disk plus what was written since the last checkpoint
+//! plus what the one before wrote and nothing has rewritten, not two
+//! copies.
 //! Values have no work file while the pair is solved: steps append what
 //! they decide to the material's decision log (`decision_log`), which a
 //! checkpoint records by its length, and finishing packs the values from
@@ -38,6 +44,11 @@ pub(super) const STORED_PLANES: [Lane; 6] =
 /// Every plane lane's bit of a slot byte.
 const ALL_SLOT_BITS: u8 = (1 << STORED_PLANES.len()) - 1;
 
+/// The bits of the dense plane lanes (the first four of
+/// [`STORED_PLANES`]), whose writes always cover the whole segment; the
+/// sparse lanes' records cover a prefix of it.
+const DENSE_SLOT_BITS: u8 = 0b1111;
+
 fn plane_bit(lane: Lane) -> u8 {
     let i = STORED_PLANES.iter().position(|&l| l == lane).expect("a plane lane");
     1 << i
@@ -53,6 +64,10 @@ pub(super) struct MaterialFiles {
     live: Vec<AtomicU8>,
     /// Per group, the slots the latest checkpoint names (never written).
     kept: Vec<u8>,
+    /// Per group, the plane lanes whose other slot (not the kept one)
+    /// holds a segment nothing needs: the checkpoint before named it, and
+    /// it has not been written since. Atomic as `live` is.
+    stale: Vec<AtomicU8>,
     /// The steps' decisions. Behind a lock only so that a step can append
     /// through `&self`; one thread appends at a time.
     log: Mutex<DecisionLog>,
@@ -121,19 +136,23 @@ impl MaterialFiles {
             ]);
         }
         let live = kept.iter().map(|&slots| AtomicU8::new(slots)).collect();
+        // What the run before wrote after its last checkpoint (or had not
+        // punched yet) is of no use now: stale, like what the checkpoint
+        // before the last named (the sparse lanes' is punched below).
+        let stale_bits = if create { 0 } else { DENSE_SLOT_BITS };
+        let stale = kept.iter().map(|_| AtomicU8::new(stale_bits)).collect();
         let files = MaterialFiles {
             planes,
             live,
             kept,
+            stale,
             log: Mutex::new(log),
             schedule,
             plane_layout: plane_layout.clone(),
             dir: dir.to_path_buf(),
         };
         if !create {
-            // What the run before wrote after its last checkpoint (or had
-            // not punched yet) is of no use now.
-            files.punch(|g| (ALL_SLOT_BITS, files.kept[g] ^ ALL_SLOT_BITS))?;
+            files.punch(|g| (ALL_SLOT_BITS & !DENSE_SLOT_BITS, files.kept[g] ^ ALL_SLOT_BITS))?;
         }
         Ok(files)
     }
@@ -178,13 +197,17 @@ impl MaterialFiles {
     }
 
     /// The file to write group `g`'s segment of `lane` to: the slot the
-    /// latest checkpoint does not name, which becomes the live one.
+    /// latest checkpoint does not name, which becomes the live one. A
+    /// dense lane's write covers the whole segment, so it goes over a
+    /// stale segment there; a sparse lane's slot was punched out when it
+    /// turned stale.
     pub fn write_file(&self, lane: Lane, g: usize) -> FileId {
         debug_assert_ne!(lane, Lane::Values, "values have no work file");
         let bit = plane_bit(lane);
         let slot = (self.kept[g] & bit) ^ bit;
         let live = &self.live[g];
         live.store((live.load(Ordering::Relaxed) & !bit) | slot, Ordering::Relaxed);
+        self.stale[g].fetch_and(!bit, Ordering::Relaxed);
         self.planes[bit.trailing_zeros() as usize][(slot != 0) as usize].1
     }
 
@@ -227,12 +250,30 @@ impl MaterialFiles {
     }
 
     /// The checkpoint naming `slots` is durable: from now on writes must
-    /// spare those, and the segments only the checkpoint before named are
-    /// freed.
+    /// spare those, the segments only the checkpoint before named are
+    /// stale, and the ones stale before that no write went over are freed.
     pub fn keep(&mut self, slots: Vec<u8>) -> Result<(), DiskError> {
         debug_assert_eq!(slots.len(), self.kept.len());
         let old = std::mem::replace(&mut self.kept, slots);
-        self.punch(|g| (old[g] ^ self.kept[g], old[g]))
+        // A segment stale since the checkpoint before was not written
+        // since (a write clears the bit), so its kept slot did not move;
+        // the sparse lanes' segments are punched at once.
+        self.punch(|g| {
+            let stale = self.stale[g].load(Ordering::Relaxed);
+            debug_assert_eq!(stale & (old[g] ^ self.kept[g]), 0);
+            let sparse = (old[g] ^ self.kept[g]) & !DENSE_SLOT_BITS;
+            // Both kinds lie in the slot the latest checkpoint does not name.
+            (stale | sparse, self.kept[g] ^ ALL_SLOT_BITS)
+        })?;
+        for (g, stale) in self.stale.iter().enumerate() {
+            stale.store((old[g] ^ self.kept[g]) & DENSE_SLOT_BITS, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Punches out every stale segment, for a pair whose steps are over.
+    fn punch_stale(&self) -> Result<(), DiskError> {
+        self.punch(|g| (self.stale[g].swap(0, Ordering::Relaxed), self.kept[g] ^ ALL_SLOT_BITS))
     }
 
     /// Stores group `g`'s segment of `lane` as zeros: as a hole in the slot
@@ -258,6 +299,7 @@ impl MaterialFiles {
     /// stay, at their sizes, reading as zeros, so a resumed run opens them
     /// as before.
     pub fn release_for_finishing(&self) -> Result<(), DiskError> {
+        self.punch_stale()?;
         for lane in [Lane::Capture, Lane::Held] {
             for (file, _) in &self.planes[plane_bit(lane).trailing_zeros() as usize] {
                 file.punch(0..file.size_bytes()?)?;
@@ -298,6 +340,7 @@ mod tests {
     use super::*;
     use crate::blockio::IoChoice;
     use crate::index::MaterialIndex;
+    use crate::solver::lanes::SEGMENT_ALIGN_BYTES;
 
     /// A material's files, created in a directory of their own, with the
     /// plane layout and a small pread `DiskIo`.
@@ -340,6 +383,32 @@ mod tests {
         assert!(!slot_path(dir.path(), material, Lane::Won, 1).exists());
     }
 
+    #[test]
+    fn a_resumed_run_frees_what_was_written_after_its_checkpoint() {
+        let material = Material::new(2, 2);
+        let (dir, planes, mut disk, mut files) = created(material);
+        let slot0 = slot_path(dir.path(), material, Lane::Won, 0);
+        let g = (0..planes.groups()).max_by_key(|&g| planes.segment(g).end - planes.segment(g).start).unwrap();
+        let span = planes.span(g..g + 1);
+        let len = span.end - span.start;
+        let mut ones = crate::solver::disk::AlignedBuf::zeroed(len as usize).unwrap();
+        ones.bytes_mut().fill(0xff);
+        disk.write(files.write_file(Lane::Won, g), span.start, ones.bytes()).unwrap();
+        files.schedule_mut().seal().unwrap();
+        let (slots, mark) = files.sync(&mut disk).unwrap();
+        files.keep(slots.clone()).unwrap();
+        // Written after the checkpoint, then the run is killed.
+        disk.write(files.write_file(Lane::Won, g), span.start, ones.bytes()).unwrap();
+        disk.drain().unwrap();
+        drop(files);
+        assert!(allocated_bytes(&slot0) >= len);
+        let mut files = MaterialFiles::reopen(dir.path(), material, &planes, slots, mark, &mut disk).unwrap();
+        assert!(allocated_bytes(&slot0) >= len, "left for a write to go over");
+        let (slots, _) = files.sync(&mut disk).unwrap();
+        files.keep(slots).unwrap();
+        assert_eq!(allocated_bytes(&slot0), 0, "no write came: freed at the first checkpoint");
+    }
+
     /// Disk a file takes (allocated blocks), not its size.
     fn allocated_bytes(path: &Path) -> u64 {
         use std::os::unix::fs::MetadataExt;
@@ -347,7 +416,7 @@ mod tests {
     }
 
     #[test]
-    fn planes_take_one_copy_once_a_checkpoint_is_durable() {
+    fn stale_segments_are_written_over_or_freed_a_checkpoint_later() {
         let material = Material::new(2, 2);
         let (dir, planes, mut disk, mut files) = created(material);
         let groups = planes.groups();
@@ -355,31 +424,65 @@ mod tests {
             (slot_path(dir.path(), material, Lane::Won, 0), slot_path(dir.path(), material, Lane::Won, 1));
         let g = (0..groups).max_by_key(|&g| planes.segment(g).end - planes.segment(g).start).unwrap();
         let span = planes.span(g..g + 1);
-        let mut ones = crate::solver::disk::AlignedBuf::zeroed((span.end - span.start) as usize).unwrap();
+        let len = span.end - span.start;
+        let mut ones = crate::solver::disk::AlignedBuf::zeroed(len as usize).unwrap();
         ones.bytes_mut().fill(0xff);
+        let checkpoint = |files: &mut MaterialFiles, disk: &mut DiskIo| {
+            let (slots, _) = files.sync(disk).unwrap();
+            files.keep(slots).unwrap();
+        };
         // The first write goes to slot 1; once a checkpoint naming it is
         // durable, slot 0's copy (here never written) stays a hole and the
         // next write goes to slot 0.
         disk.write(files.write_file(Lane::Won, g), span.start, ones.bytes()).unwrap();
         files.schedule_mut().seal().unwrap();
-        let (slots, _) = files.sync(&mut disk).unwrap();
-        files.keep(slots).unwrap();
-        assert!(allocated_bytes(&slot1) >= span.end - span.start);
+        checkpoint(&mut files, &mut disk);
+        assert!(allocated_bytes(&slot1) >= len);
         disk.write(files.write_file(Lane::Won, g), span.start, ones.bytes()).unwrap();
         let (slots, _) = files.sync(&mut disk).unwrap();
-        assert!(allocated_bytes(&slot0) >= span.end - span.start);
-        assert!(allocated_bytes(&slot1) >= span.end - span.start, "the durable checkpoint still names slot 1");
+        assert!(allocated_bytes(&slot0) >= len);
+        assert!(allocated_bytes(&slot1) >= len, "the durable checkpoint still names slot 1");
         files.keep(slots).unwrap();
-        assert_eq!(allocated_bytes(&slot1), 0, "slot 1's copy is freed once slot 0's is named");
+        // Slot 1's copy is stale: the next write goes over it.
+        assert!(allocated_bytes(&slot1) >= len, "a stale segment is left for the next write");
+        disk.write(files.write_file(Lane::Won, g), span.start, ones.bytes()).unwrap();
+        checkpoint(&mut files, &mut disk);
+        assert!(allocated_bytes(&slot0) >= len && allocated_bytes(&slot1) >= len);
+        // Nothing writes slot 0's stale copy: the checkpoint after frees it.
+        checkpoint(&mut files, &mut disk);
+        assert_eq!(allocated_bytes(&slot0), 0, "a stale segment no write came for is freed");
+        assert!(allocated_bytes(&slot1) >= len, "the latest checkpoint names slot 1");
+        // A write of records (a prefix) over a stale segment would leave
+        // the rest allocated: the sparse lanes' segments are freed at once.
+        let sparse1 = slot_path(dir.path(), material, Lane::SparseWon, 1);
+        let part = SEGMENT_ALIGN_BYTES.min(len);
+        for _ in 0..2 {
+            disk.write(files.write_file(Lane::SparseWon, g), span.start, &ones.bytes()[..part as usize]).unwrap();
+            checkpoint(&mut files, &mut disk);
+        }
+        assert_eq!(allocated_bytes(&sparse1), 0, "a sparse lane's copy is freed once the other is named");
+        disk.write(files.write_file(Lane::Won, g), span.start, ones.bytes()).unwrap();
+        checkpoint(&mut files, &mut disk);
+        assert!(allocated_bytes(&slot0) >= len && allocated_bytes(&slot1) >= len);
         // Zeros are stored as a hole, in the slot a write would have used.
         assert_eq!(files.write_zeros(Lane::Won, g).unwrap(), None);
         assert_eq!(files.read_file(Lane::Won, g), files.write_file(Lane::Won, g));
-        let (slots, _) = files.sync(&mut disk).unwrap();
-        files.keep(slots).unwrap();
+        checkpoint(&mut files, &mut disk);
+        assert!(allocated_bytes(&slot0) >= len, "stale, not yet freed");
+        checkpoint(&mut files, &mut disk);
         assert_eq!(allocated_bytes(&slot0) + allocated_bytes(&slot1), 0);
         let mut back = crate::solver::disk::AlignedBuf::zeroed(ones.len()).unwrap();
         back.bytes_mut().fill(7);
         disk.read(files.read_file(Lane::Won, g), span.clone(), &mut back.bytes_mut()[..ones.len()]).unwrap();
         assert!(back.bytes()[..ones.len()].iter().all(|&b| b == 0));
+        // Steps over: finishing frees what is stale.
+        for _ in 0..2 {
+            disk.write(files.write_file(Lane::Won, g), span.start, ones.bytes()).unwrap();
+            checkpoint(&mut files, &mut disk);
+        }
+        assert!(allocated_bytes(&slot0) >= len && allocated_bytes(&slot1) >= len);
+        files.release_for_finishing().unwrap();
+        assert_eq!(allocated_bytes(&slot0), 0, "finishing frees the stale copy");
+        assert!(allocated_bytes(&slot1) >= len, "the latest checkpoint names slot 1");
     }
 }
