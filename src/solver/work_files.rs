@@ -355,6 +355,12 @@ mod tests {
     }
 
     #[test]
+    fn dense_slot_bits_are_the_dense_lanes() {
+        let dense = [Lane::Won, Lane::Lost, Lane::Capture, Lane::Held];
+        assert_eq!(dense.iter().fold(0, |bits, &lane| bits | plane_bit(lane)), DENSE_SLOT_BITS);
+    }
+
+    #[test]
     fn writes_spare_the_kept_slot_until_the_next_checkpoint() {
         let material = Material::new(1, 2);
         let (dir, planes, mut disk, mut files) = created(material);
