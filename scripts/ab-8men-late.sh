@@ -139,6 +139,7 @@ awk -v from="$from" '
     if (t ~ /m/) { split(t, m, /m|s/); return m[1] * 60 + m[2] }
     sub(/s$/, "", t); return t + 0
   }
+  FILENAME ~ /turns/ { TW[$1] += $2; TN[$1]++; next }
   {
     arm = $1; d = $2
     for (i = 3; i <= NF; i++) {
@@ -167,24 +168,10 @@ awk -v from="$from" '
     print "|---|---|---|---|---|"
     for (r = 0; r <= last; r++) row(lo[r] "-" hi[r], r)
     row("all", "all")
-  }' "$logs/steps.txt"
-
-# Whole turns (resuming, the steps, their checkpoints), which the step
-# lines above leave out the checkpoints of.
-awk '
-  function secs(t,   m, h) {
-    sub(/[,;)]*$/, "", t)
-    if (t ~ /h/) { split(t, h, /h|m|s/); return h[1] * 3600 + h[2] * 60 + h[3] }
-    if (t ~ /m/) { split(t, m, /m|s/); return m[1] * 60 + m[2] }
-    sub(/s$/, "", t); return t + 0
-  }
-  FILENAME ~ /turns/ { T[$1] += $2; n[$1]++; next }
-  { for (i = 3; i <= NF; i++) {
-      if ($i == "computing") L[$1] += secs($(i + 1))
-      if ($i == "settling") L[$1] += secs($(i + 1))
-      if ($i == "I/O") L[$1] += secs($(i + 1))
-    } }
-  END {
-    printf "turns, wall: base %.1f s (%d turns), this %.1f s (%d turns), this / base %.3f\n", T["base"], n["base"], T["this"], n["this"], T["this"] / T["base"]
-    printf "turns outside the step lines (resuming, checkpoints): base %.1f s, this %.1f s\n", T["base"] - L["base"], T["this"] - L["this"]
+    # Whole turns (resuming, the steps, their checkpoints): the step
+    # lines leave out the checkpoints.
+    printf "turns, wall: base %.1f s (%d turns), this %.1f s (%d turns), this / base %.3f\n", TW["base"], TN["base"], TW["this"], TN["this"], TW["this"] / TW["base"]
+    printf "turns outside the step lines (resuming, checkpoints): base %.1f s, this %.1f s\n",
+      TW["base"] - C["base", "all"] - S["base", "all"] - W["base", "all"], TW["this"] - C["this", "all"] - S["this", "all"] - W["this", "all"]
   }' "$logs/turns.txt" "$logs/steps.txt"
+

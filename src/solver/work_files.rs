@@ -152,9 +152,15 @@ impl MaterialFiles {
             dir: dir.to_path_buf(),
         };
         if !create {
-            files.punch(|g| (ALL_SLOT_BITS & !DENSE_SLOT_BITS, files.kept[g] ^ ALL_SLOT_BITS))?;
+            files.punch(|g| (ALL_SLOT_BITS & !DENSE_SLOT_BITS, files.unnamed(g)))?;
         }
         Ok(files)
+    }
+
+    /// Group `g`'s slot bits the latest checkpoint does not name: where
+    /// writes go, and stale segments lie.
+    fn unnamed(&self, g: usize) -> u8 {
+        self.kept[g] ^ ALL_SLOT_BITS
     }
 
     /// Punches out, per group, the segments of the plane lanes whose bits
@@ -263,7 +269,7 @@ impl MaterialFiles {
             debug_assert_eq!(stale & (old[g] ^ self.kept[g]), 0);
             let sparse = (old[g] ^ self.kept[g]) & !DENSE_SLOT_BITS;
             // Both kinds lie in the slot the latest checkpoint does not name.
-            (stale | sparse, self.kept[g] ^ ALL_SLOT_BITS)
+            (stale | sparse, self.unnamed(g))
         })?;
         for (g, stale) in self.stale.iter().enumerate() {
             stale.store((old[g] ^ self.kept[g]) & DENSE_SLOT_BITS, Ordering::Relaxed);
@@ -273,7 +279,7 @@ impl MaterialFiles {
 
     /// Punches out every stale segment, for a pair whose steps are over.
     fn punch_stale(&self) -> Result<(), DiskError> {
-        self.punch(|g| (self.stale[g].swap(0, Ordering::Relaxed), self.kept[g] ^ ALL_SLOT_BITS))
+        self.punch(|g| (self.stale[g].swap(0, Ordering::Relaxed), self.unnamed(g)))
     }
 
     /// Stores group `g`'s segment of `lane` as zeros: as a hole in the slot
@@ -394,11 +400,8 @@ mod tests {
         let material = Material::new(2, 2);
         let (dir, planes, mut disk, mut files) = created(material);
         let slot0 = slot_path(dir.path(), material, Lane::Won, 0);
-        let g = (0..planes.groups()).max_by_key(|&g| planes.segment(g).end - planes.segment(g).start).unwrap();
-        let span = planes.span(g..g + 1);
+        let (g, span, ones) = largest_segment_of_ones(&planes);
         let len = span.end - span.start;
-        let mut ones = crate::solver::disk::AlignedBuf::zeroed(len as usize).unwrap();
-        ones.bytes_mut().fill(0xff);
         disk.write(files.write_file(Lane::Won, g), span.start, ones.bytes()).unwrap();
         files.schedule_mut().seal().unwrap();
         let (slots, mark) = files.sync(&mut disk).unwrap();
@@ -415,6 +418,16 @@ mod tests {
         assert_eq!(allocated_bytes(&slot0), 0, "no write came: freed at the first checkpoint");
     }
 
+    /// The group with the largest segment, its padded byte range, and a
+    /// buffer of that many 0xff bytes to write to it.
+    fn largest_segment_of_ones(planes: &LaneLayout) -> (usize, std::ops::Range<u64>, crate::solver::disk::AlignedBuf) {
+        let g = (0..planes.groups()).max_by_key(|&g| planes.segment(g).end - planes.segment(g).start).unwrap();
+        let span = planes.span(g..g + 1);
+        let mut ones = crate::solver::disk::AlignedBuf::zeroed((span.end - span.start) as usize).unwrap();
+        ones.bytes_mut().fill(0xff);
+        (g, span, ones)
+    }
+
     /// Disk a file takes (allocated blocks), not its size.
     fn allocated_bytes(path: &Path) -> u64 {
         use std::os::unix::fs::MetadataExt;
@@ -425,14 +438,10 @@ mod tests {
     fn stale_segments_are_written_over_or_freed_a_checkpoint_later() {
         let material = Material::new(2, 2);
         let (dir, planes, mut disk, mut files) = created(material);
-        let groups = planes.groups();
         let (slot0, slot1) =
             (slot_path(dir.path(), material, Lane::Won, 0), slot_path(dir.path(), material, Lane::Won, 1));
-        let g = (0..groups).max_by_key(|&g| planes.segment(g).end - planes.segment(g).start).unwrap();
-        let span = planes.span(g..g + 1);
+        let (g, span, ones) = largest_segment_of_ones(&planes);
         let len = span.end - span.start;
-        let mut ones = crate::solver::disk::AlignedBuf::zeroed(len as usize).unwrap();
-        ones.bytes_mut().fill(0xff);
         let checkpoint = |files: &mut MaterialFiles, disk: &mut DiskIo| {
             let (slots, _) = files.sync(disk).unwrap();
             files.keep(slots).unwrap();
