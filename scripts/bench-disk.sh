@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark: the disk's own sequential O_DIRECT bandwidth (dd, 4 MiB blocks)
-# and ours through onitb::blockio (examples/disk_bandwidth.rs: io_uring at
+# and ours through onitb::blockio (tools/disk_bandwidth.rs: io_uring at
 # queue depth 1 and 8, pread), in MB/s (10^6 bytes/s). Writes include the
 # final fdatasync. Runs RUNS times and prints each run and the median.
 #

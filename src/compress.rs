@@ -13,7 +13,7 @@
 //!
 //! This writer packs blocks [`Packing::Dense`]: values as the bytes of the
 //! stored states only, WDL as a loss and a draw bit plane per layout. On a
-//! quarter of the 6-men table's blocks (`examples/wdl_encodings.rs`, bits
+//! quarter of the 6-men table's blocks (`tools/wdl_encodings.rs`, bits
 //! per state at zstd level 3 / 19): values 1.372 / 0.980 filled, 1.136 /
 //! 0.909 dense, and dense is 1.5-2.6 times faster to compress; WDL 0.469 /
 //! 0.167 as filled bytes, 0.185 / 0.127 as planes, and planes compress 3.3

@@ -21,7 +21,7 @@
 //! first 6 plies of 8-men 3v4's decision log (2.19 GB of entries), level 1
 //! packed 3.19 times at 238 MB/s and unpacked at 708 MB/s before; with
 //! differences 6.95 times, 436 MB/s and 1,057 MB/s
-//! (`examples/entry_codec.rs`, docs/BENCHMARKS.md).
+//! (`tools/entry_codec.rs`, docs/BENCHMARKS.md).
 
 use std::cell::RefCell;
 
