@@ -446,6 +446,13 @@ pub(super) fn write_group(
                 at += len;
             }
         }
+        // Each depth's place in the run, by depth: a lookup per entry
+        // instead of a binary search of the run (4v4's initialisation,
+        // resumed from its start, took 210 -> 203 s, medians of 3 pairs).
+        let mut place = [usize::MAX; 256];
+        for (j, &depth) in run.iter().enumerate() {
+            place[depth as usize] = j;
+        }
         let mut per_part: Vec<Vec<&mut [u8]>> = parts.iter().map(|_| Vec::with_capacity(run.len())).collect();
         for (r, slice) in carve_mut(&mut scratch[..at * ENTRY_BYTES], ranges).into_iter().enumerate() {
             per_part[r % parts.len()].push(slice);
@@ -455,7 +462,10 @@ pub(super) fn write_group(
             for n in part.clone().filter(|&n| capture[n] != 0) {
                 let count = entries_of(n, &mut list);
                 for &(depth, states) in &list[..count] {
-                    let Ok(j) = run.binary_search(&depth) else { continue };
+                    let j = place[depth as usize];
+                    if j == usize::MAX {
+                        continue;
+                    }
                     let b = filled[j] * ENTRY_BYTES;
                     put_entry(&mut slices[j][b..], n, states);
                     filled[j] += 1;
