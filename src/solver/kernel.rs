@@ -832,8 +832,8 @@ impl<'a> PlacementMoves<'a> {
             prefetch(block);
             // Written whether flagged or not, counted only if flagged: about
             // half the blocks of a streamed win step are zero, in no order a
-            // branch could predict. (Folding the step's neutral block for
-            // them instead, as kept moves do, made streamed 6-men runs 5-8%
+            // branch could predict. (Folding a zero block for them
+            // instead, as kept moves do, made streamed 6-men runs 5-8%
             // slower: docs/BENCHMARKS.md, session 30.)
             self.list[n] = BoardMove::new(moves, mover, &m, block);
             n += flagged as usize;
@@ -864,7 +864,8 @@ impl<'a> PlacementMoves<'a> {
             Listing::Unneeded => return (acc, ALL_CARD_STATES),
             Listing::Now(only_flagged) => self.list_moves(moves, landing, (place.mover, place.opponent), only_flagged),
             Listing::Kept(kept, lane, only_flagged) => {
-                fold_kept(moves, place, kept.moves, (lane, only_flagged, start), |slot, word, states| {
+                debug_assert!(only_flagged.is_none() || start == 0, "kept moves have flags in win steps only");
+                fold_kept(moves, place, kept.moves, lane, only_flagged, |slot, word, states| {
                     acc[slot] = fold(acc[slot], word, states)
                 });
                 return (acc, ALL_CARD_STATES & !moves.holding_any(kept.cards_with_moves));
@@ -925,14 +926,15 @@ fn visit_crossing(
 
 /// [`PlacementMoves::for_each_successor`] for a placement's kept moves,
 /// read straight from the landing lane. With `only_flagged`, blocks whose
-/// [`PlacementFlags`] flag is clear are read as the step's `neutral` block
-/// instead ([`flagged_or_neutral`]).
+/// [`PlacementFlags`] flag is clear (a win step's: they hold only zero
+/// words) are read as a zero block instead ([`flagged_or_zero`]).
 #[inline(always)]
 fn fold_kept(
     moves: &MoveTable,
     place: &Placement,
     kept: &[KeptMove],
-    (lane, only_flagged, neutral): (&[u32], Option<&PlacementFlags>, u32),
+    lane: &[u32],
+    only_flagged: Option<&PlacementFlags>,
     mut visit: impl FnMut(usize, u32, u32),
 ) {
     let (p, q) = (place.mover.count_ones() as usize, place.opponent.count_ones() as usize);
@@ -948,7 +950,7 @@ fn fold_kept(
         let block = &lane[start..start + block_layouts];
         let flagged = only_flagged.is_none_or(|flags| flags.get(start));
         debug_assert!(flagged || block.iter().all(|&word| word == 0), "a clear flag means a zero block");
-        let block = flagged_or_neutral(flagged, block, neutral);
+        let block = flagged_or_zero(flagged, block);
         let states = moves.successor_states[m.cards as usize];
         if !m.crossing {
             visit_words(block, states, &mut visit);
@@ -959,27 +961,17 @@ fn fold_kept(
     }
 }
 
-/// Blocks of one word repeated, as long as the longest (p * q = 25): what a
-/// block whose flag is clear reads as ([`StepInput::landing_blocks`]).
-static NEUTRAL_BLOCKS: [[u32; MAX_PLACEMENT_LAYOUTS]; 2] =
-    [[0; MAX_PLACEMENT_LAYOUTS], [ALL_CARD_STATES; MAX_PLACEMENT_LAYOUTS]];
+/// A block of zero words as long as the longest (p * q = 25): what a win
+/// step's block with a clear flag reads as, which changes no OR.
+static ZERO_BLOCK: [u32; MAX_PLACEMENT_LAYOUTS] = [0; MAX_PLACEMENT_LAYOUTS];
 
-/// The step's neutral block (for a fold starting from `neutral`, the
-/// word that changes no fold: 0 for a win step's OR, every state for a
-/// loss step's AND), as long as `block`.
-#[inline(always)]
-fn neutral_block(neutral: u32, len: usize) -> &'static [u32] {
-    debug_assert!(neutral == 0 || neutral == ALL_CARD_STATES);
-    &NEUTRAL_BLOCKS[(neutral != 0) as usize][..len]
-}
-
-/// `block` if its flag is set, else the step's neutral block (a read from a
-/// line the cache holds, not from the landing lane). Chosen without a
-/// branch: about half the blocks of a win step are clear, in no order a
+/// `block` if its flag is set, else as many words of [`ZERO_BLOCK`] (a read
+/// from a line the cache holds, not from the landing lane). Chosen without
+/// a branch: about half the blocks of a win step are clear, in no order a
 /// branch could predict.
 #[inline(always)]
-fn flagged_or_neutral(flagged: bool, block: &[u32], neutral: u32) -> &[u32] {
-    std::hint::select_unpredictable(flagged, block, neutral_block(neutral, block.len()))
+fn flagged_or_zero(flagged: bool, block: &[u32]) -> &[u32] {
+    std::hint::select_unpredictable(flagged, block, &ZERO_BLOCK[..block.len()])
 }
 
 /// `visit(slot, word, states)` for every word of a block, in order.
