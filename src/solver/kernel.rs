@@ -1346,7 +1346,8 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
 /// value bytes were never written (its steps' decisions come from the
 /// decision log, applied after this): holes are [`NO_VALUE`], states won or
 /// lost by then were decided at initialisation (wins in one, no-move
-/// losses), the others are draws for now.
+/// losses), the others are draws for now. Writes every byte of each
+/// layout: finishing loads the value segments as the window last held them.
 pub(super) fn settle(won: &[u32], lost: &[u32], values: &mut [u8]) {
     let (win1, loss0) = (Value::Win(1).to_byte(), Value::Loss(0).to_byte());
     for (n, values) in values.chunks_exact_mut(CARD_STATES).enumerate() {

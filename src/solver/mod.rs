@@ -1499,7 +1499,7 @@ fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result
                     // planes, then the log. A sparse group's planes are
                     // its dense segments with its records over them.
                     let lanes = [Lane::Won, Lane::Lost, Lane::SparseWon, Lane::SparseRest];
-                    let (pm, vm) = window.load(disk, work, &batch, (&lanes, ValueSegments::Zeroed))?;
+                    let (pm, vm) = window.load(disk, work, &batch, (&lanes, ValueSegments::Untouched))?;
                     run_finish(&batch, window.owns[0].own(&pm, &vm), kernel::settle);
                     let last = batch.iter().map(|&g| rank[g]).max().expect("a batch has groups");
                     let values = carve_mut(window.owns[0].values_mut(), batch.iter().map(|&g| vm.elements(g)));

@@ -43,12 +43,18 @@ impl SegmentMap for Packed {
 /// What loading a batch does with its value segments.
 #[derive(Clone, Copy)]
 pub(super) enum ValueSegments {
-    /// Zeroes them (initialisation folds captures into zeros; finishing
-    /// writes them from the planes).
+    /// Zeroes them: initialisation folds captures into zeros.
     Zeroed,
-    /// Leaves them as they are: steps do not read value bytes.
+    /// Leaves them as they are: steps do not read value bytes, and
+    /// finishing writes every byte of each layout (`kernel::settle`)
+    /// before it reads any.
     Untouched,
 }
+
+/// Bytes of the pieces [`Window::load`] zeroes side by side: big enough
+/// that a piece costs far more than handing it to a worker, small enough
+/// to share a window's segments evenly.
+const ZEROING_PIECE_BYTES: usize = 1 << 20;
 
 /// Plane buffers of a window: the five plane lanes and the due states.
 pub(super) const WINDOW_PLANES: u64 = 6;
@@ -142,7 +148,14 @@ impl Window {
         (lanes, values): (&[Lane], ValueSegments),
     ) -> Result<(Packed, Packed), SolveError> {
         let reads = |lane: Lane, _: usize| lanes.contains(&lane);
-        let (pm, vm, mut requests) = self.owns[0].plan_load(work, batch, (&reads, values), &mut self.io);
+        let (pm, vm, mut requests, mut zeros) = self.owns[0].plan_load(work, batch, (&reads, values), &mut self.io);
+        // The workers wait for the load (initialisation and finishing
+        // load in turn): zero on all of them. Whole segments would leave
+        // one worker with the biggest; 1 MiB pieces even it out.
+        zeros
+            .par_iter_mut()
+            .flat_map(|segment| segment.par_chunks_mut(ZEROING_PIECE_BYTES))
+            .for_each(|piece| piece.fill(0));
         disk.read_many(&mut requests)?;
         drop(requests);
         if lanes.contains(&Lane::SparseWon) {
@@ -167,17 +180,18 @@ impl Window {
 }
 
 impl OwnBuffers {
-    /// Packs `batch` into this window: zeroes each group's plane segments
-    /// that `reads(lane, g)` does not ask for and returns the plane and
-    /// value maps and the reads that fill the others and the values (as
-    /// `values` says).
+    /// Packs `batch` into this window: returns the plane and value maps,
+    /// the reads that fill the groups' plane segments that `reads(lane, g)`
+    /// asks for (and the values, as `values` says), and the segments to
+    /// zero: the other planes', for the caller to clear (in parallel, where
+    /// the workers would wait for it).
     pub fn plan_load<'a>(
         &'a mut self,
         work: &Work,
         batch: &[usize],
         (reads, values): (PlaneReads, ValueSegments),
         io: &mut IoTotals,
-    ) -> (Packed, Packed, Vec<ReadRequest<'a>>) {
+    ) -> (Packed, Packed, Vec<ReadRequest<'a>>, Vec<&'a mut [u8]>) {
         let (mut plane_entries, mut value_entries) = (Vec::new(), Vec::new());
         let (mut plane_bytes, mut value_bytes) = (Vec::new(), Vec::new());
         let (mut p_at, mut v_at) = (0usize, 0usize);
@@ -192,7 +206,7 @@ impl OwnBuffers {
             p_at += p_len;
             v_at += v_len;
         }
-        let mut requests = Vec::new();
+        let (mut requests, mut zeros) = (Vec::new(), Vec::new());
         // A sparse group's records are read into its `due` (`SparseWon`)
         // and `fresh` (`SparseRest`) segments, which `unpack_sparse` lays
         // over its planes and clears.
@@ -247,12 +261,12 @@ impl OwnBuffers {
                         io.bytes_read += into.len() as u64;
                         requests.push((work.files().read_file(lane, g), layout.span(g..g + 1), into));
                     }
-                    Some(false) => into.fill(0),
+                    Some(false) => zeros.push(into),
                     None => {}
                 }
             }
         }
-        (Packed { entries: plane_entries }, Packed { entries: value_entries }, requests)
+        (Packed { entries: plane_entries }, Packed { entries: value_entries }, requests, zeros)
     }
 
     /// Lays the records of the sparse groups of a loaded batch over their
@@ -622,7 +636,10 @@ impl<F: Fn(usize) -> FileId> StepReads<'_, F> {
         batch: &[usize],
         io: &mut IoTotals,
     ) -> PlannedJob<'a> {
-        let (pm, vm, mut requests) = own.plan_load(self.work, batch, (self.lanes, self.values), io);
+        let (pm, vm, mut requests, zeros) = own.plan_load(self.work, batch, (self.lanes, self.values), io);
+        // On the thread that stores and reads, while the workers compute:
+        // here in turn, not on them.
+        zeros.into_iter().for_each(|segment| segment.fill(0));
         let mut fill = None;
         let slice_at = slice.map(|((buffer, blocks), SlicePart { slice, part })| {
             if self.landing_log.is_some() {
