@@ -11,6 +11,11 @@
 //! Exclusive access is by ownership: the pool hands out each index at most
 //! once, `Buffer` is not `Clone`, and `BlockIo` takes buffers by value while
 //! the kernel uses them.
+//!
+//! A `Buffer` can also be lent memory of the caller's (`Buffer::lend`), so
+//! that a read lands where the caller wants it instead of being copied
+//! there from a pool buffer. The lender promises to leave that memory alone
+//! until the `Buffer` is dropped; `BlockIo` hands it back like any other.
 
 use std::alloc::{self, Layout};
 use std::fmt;
@@ -107,7 +112,10 @@ impl BufferPool {
         let base = NonNull::new(base).ok_or_else(|| bad("out of memory"))?;
         let region = Arc::new(Region { base, layout, count, buffer_bytes });
         // Handed out in index order: take() pops from the end.
-        let free_buffers = (0..count).rev().map(|index| Buffer { region: Arc::clone(&region), index }).collect();
+        let free_buffers = (0..count)
+            .rev()
+            .map(|index| Buffer { memory: Memory::Pooled { region: Arc::clone(&region), index } })
+            .collect();
         Ok(BufferPool { region, free_buffers })
     }
 
@@ -121,7 +129,7 @@ impl BufferPool {
     /// # Panics
     /// If the buffer belongs to another pool.
     pub fn give(&mut self, buf: Buffer) {
-        assert!(Arc::ptr_eq(&buf.region, &self.region), "buffer returned to a pool it does not belong to");
+        assert!(buf.is_in(&self.region), "buffer returned to a pool it does not belong to");
         assert!(self.free_buffers.len() < self.region.count);
         self.free_buffers.push(buf);
     }
@@ -154,25 +162,74 @@ impl fmt::Debug for BufferPool {
     }
 }
 
-/// An owned, 4096-byte aligned buffer from a pool; derefs to `[u8]` of length
-/// `buffer_bytes`. It carries its index in the pool, which `BlockIo` uses as
-/// the io_uring registered-buffer index.
+/// An owned, 4096-byte aligned buffer from a pool (or lent by the caller,
+/// see [`Buffer::lend`]); derefs to `[u8]` of its length. A pool's buffer
+/// carries its index in the pool, which `BlockIo` uses as the io_uring
+/// registered-buffer index.
 pub struct Buffer {
-    region: Arc<Region>,
-    index: usize,
+    memory: Memory,
 }
 
+enum Memory {
+    Pooled {
+        region: Arc<Region>,
+        index: usize,
+    },
+    /// Memory of the caller's, for as long as the `Buffer` lives.
+    Lent {
+        start: NonNull<u8>,
+        bytes: usize,
+    },
+}
+
+// SAFETY: a pooled buffer is a disjoint range of a `Send + Sync` region that
+// this `Buffer` alone may touch; a lent one is memory its lender gave up all
+// access to until the `Buffer` is dropped (the contract of `lend`), so it
+// is owned like a `&mut [u8]`, which is `Send`.
+unsafe impl Send for Buffer {}
+
 impl Buffer {
+    /// `memory` as a buffer of its own, for one request: a read through it
+    /// lands in `memory` with no copy.
+    ///
+    /// # Safety
+    /// Until the returned `Buffer` is dropped, nothing else may read,
+    /// write, move or free `memory`: the kernel may be writing it. So the
+    /// lender must get the `Buffer` back (from `BlockIo::wait` or
+    /// `reclaim`) and drop it before its borrow of `memory` ends, also when
+    /// an error or a panic cuts the work short.
+    ///
+    /// # Panics
+    /// If `memory` does not start on a 4096-byte boundary or its length is
+    /// not a positive multiple of 4096 (O_DIRECT needs both).
+    pub unsafe fn lend(memory: &mut [u8]) -> Buffer {
+        assert!((memory.as_ptr() as usize).is_multiple_of(ALIGN_BYTES), "lent memory not 4096-aligned");
+        assert!(!memory.is_empty() && memory.len().is_multiple_of(ALIGN_BYTES), "lent length not a multiple of 4096");
+        let start = NonNull::new(memory.as_mut_ptr()).expect("a slice's pointer is not null");
+        Buffer { memory: Memory::Lent { start, bytes: memory.len() } }
+    }
+
+    /// Whether this buffer is lent memory rather than a pool's.
+    pub fn is_lent(&self) -> bool {
+        matches!(self.memory, Memory::Lent { .. })
+    }
+
     /// Index of this buffer in its pool.
+    ///
+    /// # Panics
+    /// If the buffer is lent memory.
     pub fn index(&self) -> usize {
-        self.index
+        match self.memory {
+            Memory::Pooled { index, .. } => index,
+            Memory::Lent { .. } => panic!("lent memory has no pool index"),
+        }
     }
 
     /// The buffer as 32-bit words (native byte order).
     pub fn as_u32s(&self) -> &[u32] {
         // SAFETY: the start is 4096-aligned, the length a multiple of 4096,
-        // every bit pattern is a valid u32, and the memory was zero-initialized
-        // at allocation; the borrow of `self` keeps it exclusive as for `deref`.
+        // every bit pattern is a valid u32, and the memory is initialized (as
+        // for `deref`); the borrow of `self` keeps it exclusive.
         unsafe { std::slice::from_raw_parts(self.as_ptr().cast::<u32>(), self.len() / 4) }
     }
 
@@ -199,36 +256,53 @@ impl Buffer {
     /// Start of the buffer, for handing to the kernel. Only `BlockIo` uses
     /// this, while it owns the buffer.
     pub(super) fn raw_ptr(&self) -> *mut u8 {
-        self.region.buffer_ptr(self.index)
+        match &self.memory {
+            Memory::Pooled { region, index } => region.buffer_ptr(*index),
+            Memory::Lent { start, .. } => start.as_ptr(),
+        }
     }
 
     /// Whether this buffer lives in `region`.
     pub(super) fn is_in(&self, region: &Arc<Region>) -> bool {
-        Arc::ptr_eq(&self.region, region)
+        matches!(&self.memory, Memory::Pooled { region: own, .. } if Arc::ptr_eq(own, region))
+    }
+
+    fn bytes(&self) -> usize {
+        match &self.memory {
+            Memory::Pooled { region, .. } => region.buffer_bytes,
+            Memory::Lent { bytes, .. } => *bytes,
+        }
     }
 }
 
 impl Deref for Buffer {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        // SAFETY: the range [index * buffer_bytes, +buffer_bytes) lies inside
-        // the region, was zero-initialized, and belongs to this `Buffer` alone
-        // (the pool creates one `Buffer` per index and it is not `Clone`);
-        // the region stays allocated while `self.region` is held.
-        unsafe { std::slice::from_raw_parts(self.raw_ptr(), self.region.buffer_bytes) }
+        // SAFETY: a pooled buffer's range [index * buffer_bytes,
+        // +buffer_bytes) lies inside the region, was zero-initialized, and
+        // belongs to this `Buffer` alone (the pool creates one `Buffer` per
+        // index and it is not `Clone`); the region stays allocated while the
+        // `Buffer` holds it. Lent memory was an initialized `&mut [u8]`
+        // whose lender leaves it to this `Buffer` while it lives (`lend`).
+        unsafe { std::slice::from_raw_parts(self.raw_ptr(), self.bytes()) }
     }
 }
 
 impl DerefMut for Buffer {
     fn deref_mut(&mut self) -> &mut [u8] {
         // SAFETY: as for `deref`; `&mut self` makes the access exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.raw_ptr(), self.region.buffer_bytes) }
+        unsafe { std::slice::from_raw_parts_mut(self.raw_ptr(), self.bytes()) }
     }
 }
 
 impl fmt::Debug for Buffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Buffer").field("index", &self.index).field("bytes", &self.region.buffer_bytes).finish()
+        match &self.memory {
+            Memory::Pooled { index, region } => {
+                f.debug_struct("Buffer").field("index", index).field("bytes", &region.buffer_bytes).finish()
+            }
+            Memory::Lent { bytes, .. } => f.debug_struct("Buffer").field("lent_bytes", bytes).finish(),
+        }
     }
 }
 

@@ -25,6 +25,8 @@
 //! **Ownership.** `submit_read` / `submit_write` take the `Buffer` by value;
 //! it comes back from `wait` in a `Completion`, or, if the request failed,
 //! from `reclaim`. Dropping a `BlockIo` waits for every request in flight.
+//! A read may also go straight into the caller's memory, lent as a `Buffer`
+//! (`Buffer::lend`, unsafe: the caller keeps away from it till it is back).
 //!
 //! **Fault injection.** `ONITB_IO_URING_FAIL=1` in the environment makes
 //! io_uring setup fail as if the kernel refused it, so whole-program tests

@@ -7,7 +7,8 @@
 //! the completion with that `user_data`; nothing hands out a reference to a
 //! slot, and `Drop` waits for every slot to empty (or leaks the buffers if
 //! the ring itself fails, so memory the kernel may still write is never
-//! freed or reused).
+//! freed or reused; with lent memory in flight it aborts, as that memory is
+//! its lender's to reuse).
 
 use std::io;
 use std::sync::Arc;
@@ -150,6 +151,12 @@ impl Drop for Uring {
         while self.in_flight() > 0 {
             if self.reap().is_err() {
                 // The kernel may still own these buffers: never free them.
+                // Lent memory is not ours to keep from its lender, who will
+                // reuse or free it: stop before the kernel writes into it.
+                if self.slots.iter().flatten().any(|request| request.buf.is_lent()) {
+                    eprintln!("error: io_uring failed with reads into lent memory in flight; aborting");
+                    std::process::abort();
+                }
                 for slot in &mut self.slots {
                     std::mem::forget(slot.take());
                 }
