@@ -218,10 +218,10 @@ pub struct DiskIo {
 /// Tags of write requests; read tags are chunk numbers below this.
 const WRITE_TAG: u64 = u64::MAX;
 
-/// Reads into lent memory that the kernel has not given back yet. Dropped
-/// only by a panic (`read_many` forgets it otherwise): with reads still in
-/// flight the kernel could write into memory the unwinding frees, so the
-/// process aborts instead.
+/// Reads into lent memory that the kernel has not given back yet.
+/// `read_many` settles them before it drops this, so only a panic drops it
+/// with reads in flight: the kernel could then write into memory the
+/// unwinding frees, and the process aborts instead.
 #[derive(Default)]
 struct LentReads {
     in_flight: usize,
@@ -307,9 +307,9 @@ impl DiskIo {
         let mut lent = LentReads::default();
         let result = self.read_pieces(requests, &pieces, block, &mut lent);
         if lent.in_flight > 0 {
+            // An error left pieces out.
             self.settle_lent(&mut lent);
         }
-        std::mem::forget(lent);
         result
     }
 
