@@ -503,4 +503,46 @@ mod tests {
             assert_eq!(disk.pool.free(), 3, "{choice}: every pool buffer is back");
         }
     }
+
+    /// A read that fails while lent pieces are out: `read_many` returns the
+    /// error only once the kernel is done with every lent piece (their bytes
+    /// are in place), every pool buffer is back, and the same `DiskIo`
+    /// reads again; on both back ends. (The failing piece is submitted
+    /// first, so the others are still out when its error comes back.)
+    #[test]
+    fn a_failed_read_returns_once_every_lent_piece_is_back() {
+        for choice in [IoChoice::Auto, IoChoice::Pread] {
+            let dir = tempfile::tempdir().unwrap();
+            let file_bytes = 2 * BLOCK_BYTES;
+            let file = LaneFile::open(&dir.path().join("lane"), true, file_bytes as u64).unwrap();
+            let mut disk = DiskIo::new(choice, BLOCK_BYTES, 3).unwrap();
+            let id = disk.open(&file).unwrap();
+            let data = pattern(file_bytes);
+            let mut source = AlignedBuf::zeroed(file_bytes).unwrap();
+            source.bytes_mut().copy_from_slice(&data);
+            disk.write(id, 0, source.bytes()).unwrap();
+            disk.drain().unwrap();
+
+            let mut failing = AlignedBuf::zeroed(BLOCK_BYTES).unwrap();
+            let mut lent = AlignedBuf::zeroed(file_bytes).unwrap();
+            // An offset past i64::MAX: pread and io_uring both refuse it
+            // (EINVAL).
+            let refused = 1u64 << 63;
+            let mut requests = [
+                (id, refused..refused + BLOCK_BYTES as u64, failing.bytes_mut()),
+                (id, 0..file_bytes as u64, lent.bytes_mut()),
+            ];
+            let error = disk.read_many(&mut requests).unwrap_err();
+            assert!(
+                matches!(&error, DiskError::Block(IoError::Io { op: "read", .. })),
+                "{choice}: a read error, got {error}"
+            );
+            assert_eq!(lent.bytes(), &data[..], "{choice}: the lent pieces were read before the error returned");
+            assert_eq!(disk.pool.free(), 3, "{choice}: every pool buffer is back");
+
+            let mut again = AlignedBuf::zeroed(file_bytes).unwrap();
+            disk.read_many(&mut [(id, 0..file_bytes as u64, again.bytes_mut())]).unwrap();
+            assert_eq!(again.bytes(), &data[..], "{choice}: reads work after the error");
+        }
+    }
 }
