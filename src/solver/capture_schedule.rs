@@ -367,56 +367,49 @@ const MAX_PARTS: usize = 64;
 /// Writes group `g`'s chunks from its capture plane (`capture[n]`: card
 /// states of layout n with a capture value), its value bytes (30 per
 /// layout) and the depth at which a capture value falls due
-/// (`depth_of(byte)`, None for a draw: never), using `scratch` to sort
-/// entries by depth (several passes over the group if they do not fit at
-/// once). Parts of the group are counted and placed in parallel (a
-/// counting sort: each part's entries of a depth go to their own range,
-/// parts in order, so a depth's entries stay in layout order).
+/// (`depth_of(byte)`, None for a draw: never; distinct bytes fall due at
+/// distinct depths), using `scratch` to sort entries by depth (several
+/// passes over the group if they do not fit at once). Parts of the group
+/// are counted and placed in parallel (a counting sort: each part's
+/// entries of a depth go to their own range, parts in order, so a depth's
+/// entries stay in layout order).
 pub(super) fn write_group(
     schedule: &mut CaptureSchedule,
     g: usize,
     capture: &[u32],
     values: &[u8],
-    depth_of: impl Fn(u8) -> Option<u16> + Sync,
+    depth_of: impl Fn(u8) -> Option<u16>,
     scratch: &mut [u8],
 ) -> Result<(), DiskError> {
     debug_assert_eq!(values.len(), capture.len() * CARD_STATES);
     schedule.begin_group(g)?;
-    // A layout's entries: one per distinct value byte of its states (a
-    // byte is one depth), found a byte at a time rather than a state at a
-    // time (this was 6% of a streamed 6-men run).
-    let entries_of = |n: usize, out: &mut [(u16, u32); 32]| -> usize {
-        let mut bytes = [0u8; 32];
-        bytes[..CARD_STATES].copy_from_slice(&values[n * CARD_STATES..(n + 1) * CARD_STATES]);
-        let (mut count, mut rest) = (0, capture[n]);
-        while rest != 0 {
-            let byte = bytes[rest.trailing_zeros() as usize];
-            let states = states_with_byte(&bytes, byte) & rest;
-            rest &= !states;
-            let Some(depth) = depth_of(byte) else { continue };
-            assert!(depth < 256, "a capture value falls due within 255 plies");
-            debug_assert!(out[..count].iter().all(|e| e.0 != depth), "one value byte per depth");
-            out[count] = (depth, states);
-            count += 1;
-        }
-        count
-    };
+    // Entries are counted and placed by value byte, not by depth: a byte is
+    // one depth, looked up once per group instead of once per entry.
     let part_len = capture.len().div_ceil(MAX_PARTS).max(PART_LAYOUTS);
     let parts: Vec<Range<usize>> =
         (0..capture.len()).step_by(part_len).map(|s| s..(s + part_len).min(capture.len())).collect();
-    // Capture values fall due within a value byte's range of plies.
+    // Per part, entries by value byte (draws too: counted, never placed).
     let part_counts: Vec<[u64; 256]> = parts
         .par_iter()
         .map(|part| {
-            let (mut counts, mut list) = ([0u64; 256], [(0u16, 0u32); 32]);
+            let mut counts = [0u64; 256];
             for n in part.clone().filter(|&n| capture[n] != 0) {
-                let count = entries_of(n, &mut list);
-                list[..count].iter().for_each(|e| counts[e.0 as usize] += 1);
+                for_each_entry(&values[n * CARD_STATES..][..CARD_STATES], capture[n], |byte, _| {
+                    counts[byte as usize] += 1
+                });
             }
             counts
         })
         .collect();
-    let counts: Vec<u64> = (0..256).map(|d| part_counts.iter().map(|c| c[d]).sum()).collect();
+    // Entries by depth, and the depths with any, in increasing order.
+    let (mut counts, mut byte_of_depth) = (vec![0u64; 256], [None; 256]);
+    for byte in 0..=u8::MAX {
+        let entries: u64 = part_counts.iter().map(|c| c[byte as usize]).sum();
+        let Some(depth) = depth_of(byte).filter(|_| entries > 0) else { continue };
+        assert!(depth < 256, "a capture value falls due within 255 plies");
+        assert!(byte_of_depth[depth as usize].replace(byte).is_none(), "one value byte per depth");
+        counts[depth as usize] = entries;
+    }
     let capacity = (scratch.len() / ENTRY_BYTES) as u64;
     assert!(capacity > 0, "scratch holds an entry");
     let depths: Vec<u16> = (0..counts.len()).filter(|&d| counts[d] > 0).map(|d| d as u16).collect();
@@ -431,8 +424,9 @@ pub(super) fn write_group(
             end += 1;
         }
         let run = &depths[i..end];
+        let byte_of = |depth: u16| byte_of_depth[depth as usize].expect("a depth with entries has a byte");
         if total > capacity {
-            write_depth_in_pieces(schedule, g, capture, run[0], &entries_of, scratch)?;
+            write_depth_in_pieces(schedule, g, (capture, values), (run[0], byte_of(run[0])), scratch)?;
             i = end;
             continue;
         }
@@ -441,35 +435,32 @@ pub(super) fn write_group(
         let mut at = 0usize;
         for &depth in run {
             for counts in &part_counts {
-                let len = counts[depth as usize] as usize;
+                let len = counts[byte_of(depth) as usize] as usize;
                 ranges.push(at * ENTRY_BYTES..(at + len) * ENTRY_BYTES);
                 at += len;
             }
         }
-        // Each depth's place in the run, by depth: a lookup per entry
-        // instead of a binary search of the run (4v4's initialisation,
-        // resumed from its start, took 210 -> 203 s, medians of 3 pairs).
+        // Each byte's place in the run (a lookup per entry; a binary search
+        // of the run took 4v4's initialisation, resumed from its start,
+        // from 203 to 210 s, medians of 3 pairs).
         let mut place = [usize::MAX; 256];
         for (j, &depth) in run.iter().enumerate() {
-            place[depth as usize] = j;
+            place[byte_of(depth) as usize] = j;
         }
         let mut per_part: Vec<Vec<&mut [u8]>> = parts.iter().map(|_| Vec::with_capacity(run.len())).collect();
         for (r, slice) in carve_mut(&mut scratch[..at * ENTRY_BYTES], ranges).into_iter().enumerate() {
             per_part[r % parts.len()].push(slice);
         }
         per_part.par_iter_mut().zip(&parts).for_each(|(slices, part)| {
-            let (mut filled, mut list) = (vec![0usize; run.len()], [(0u16, 0u32); 32]);
+            let mut filled = vec![0usize; run.len()];
             for n in part.clone().filter(|&n| capture[n] != 0) {
-                let count = entries_of(n, &mut list);
-                for &(depth, states) in &list[..count] {
-                    let j = place[depth as usize];
-                    if j == usize::MAX {
-                        continue;
+                for_each_entry(&values[n * CARD_STATES..][..CARD_STATES], capture[n], |byte, states| {
+                    let j = place[byte as usize];
+                    if j != usize::MAX {
+                        put_entry(&mut slices[j][filled[j] * ENTRY_BYTES..], n, states);
+                        filled[j] += 1;
                     }
-                    let b = filled[j] * ENTRY_BYTES;
-                    put_entry(&mut slices[j][b..], n, states);
-                    filled[j] += 1;
-                }
+                });
             }
         });
         let mut at = 0usize;
@@ -486,14 +477,32 @@ pub(super) fn write_group(
     Ok(())
 }
 
-/// Bit k set where `bytes[k] == byte`: sixteen bytes at a time, a byte
-/// compare and its mask (on x86_64). Counting and sorting a group's entries
-/// ask this about three times per layout with a capture: with the bytes
-/// eight at a time ([`states_with_byte_in_words`]) 8-men 4v4's schedule
-/// took 99-105 s of its initialisation, with SSE2 81-83 s.
+/// Calls `entry(byte, states)` for each distinct value byte among the
+/// card states `capture` of one layout's 30 value `bytes`, with the states
+/// (of `capture`) that hold it: a layout's schedule entries, found a byte at
+/// a time rather than a state at a time (this was 6% of a streamed 6-men
+/// run).
+#[inline]
+fn for_each_entry(bytes: &[u8], capture: u32, mut entry: impl FnMut(u8, u32)) {
+    let bytes: &[u8; CARD_STATES] = bytes.try_into().expect("a layout's value bytes");
+    let mut rest = capture;
+    while rest != 0 {
+        let byte = bytes[rest.trailing_zeros() as usize];
+        let states = states_with_byte(bytes, byte) & rest;
+        rest &= !states;
+        entry(byte, states);
+    }
+}
+
+/// Bit k set where `bytes[k] == byte`: two overlapping sixteen-byte
+/// loads, a byte compare and its mask each (on x86_64). Counting and
+/// sorting a group's entries ask this about three times per layout with a
+/// capture: with the bytes eight at a time ([`states_with_byte_in_words`])
+/// 8-men 4v4's schedule took 99-105 s of its initialisation, with SSE2
+/// 81-83 s.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn states_with_byte(bytes: &[u8; 32], byte: u8) -> u32 {
+fn states_with_byte(bytes: &[u8; CARD_STATES], byte: u8) -> u32 {
     // SAFETY: the only requirement of a `target_feature` function is that
     // the CPU has the feature, and SSE2 is part of x86_64's baseline.
     unsafe { states_with_byte_sse2(bytes, byte) }
@@ -502,17 +511,22 @@ fn states_with_byte(bytes: &[u8; 32], byte: u8) -> u32 {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse2")]
 #[inline]
-fn states_with_byte_sse2(bytes: &[u8; 32], byte: u8) -> u32 {
+fn states_with_byte_sse2(bytes: &[u8; CARD_STATES], byte: u8) -> u32 {
     use std::arch::x86_64::*;
-    let half = |i: usize| i64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
+    const HIGH: usize = CARD_STATES - 16;
     let pattern = _mm_set1_epi8(byte as i8);
-    let equal = |low: usize| _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_set_epi64x(half(low + 8), half(low)), pattern));
-    equal(0) as u32 | (equal(16) as u32) << 16
+    // SAFETY: both loads read 16 bytes inside `bytes` (0..16 and 14..30);
+    // `_mm_loadu_si128` takes any alignment.
+    let (low, high) = unsafe {
+        (_mm_loadu_si128(bytes.as_ptr().cast()), _mm_loadu_si128(bytes[HIGH..].as_ptr().cast()))
+    };
+    let equal = |half| _mm_movemask_epi8(_mm_cmpeq_epi8(half, pattern)) as u32;
+    equal(low) | equal(high) << HIGH
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 #[inline]
-fn states_with_byte(bytes: &[u8; 32], byte: u8) -> u32 {
+fn states_with_byte(bytes: &[u8; CARD_STATES], byte: u8) -> u32 {
     states_with_byte_in_words(bytes, byte)
 }
 
@@ -521,11 +535,13 @@ fn states_with_byte(bytes: &[u8; 32], byte: u8) -> u32 {
 /// gathered into a byte by one multiplication.
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 #[inline]
-fn states_with_byte_in_words(bytes: &[u8; 32], byte: u8) -> u32 {
+fn states_with_byte_in_words(bytes: &[u8; CARD_STATES], byte: u8) -> u32 {
     const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let mut padded = [!byte; 32];
+    padded[..CARD_STATES].copy_from_slice(bytes);
     let pattern = u64::from_ne_bytes([byte; 8]);
     let mut states = 0u32;
-    for (w, chunk) in bytes.chunks_exact(8).enumerate() {
+    for (w, chunk) in padded.chunks_exact(8).enumerate() {
         let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes")) ^ pattern;
         // 0x80 in exactly the zero bytes of `word` (no carries between bytes).
         let zero = !(((word & LOW7) + LOW7) | word | LOW7);
@@ -536,28 +552,29 @@ fn states_with_byte_in_words(bytes: &[u8; 32], byte: u8) -> u32 {
     states
 }
 
-/// Writes a group's entries of one depth that do not fit `scratch`, a
-/// scratchful at a time (serially).
+/// Writes a group's entries of one depth (and its value byte) that do not
+/// fit `scratch`, a scratchful at a time (serially).
 fn write_depth_in_pieces(
     schedule: &mut CaptureSchedule,
     g: usize,
-    capture: &[u32],
-    depth: u16,
-    entries_of: &impl Fn(usize, &mut [(u16, u32); 32]) -> usize,
+    (capture, values): (&[u32], &[u8]),
+    (depth, byte): (u16, u8),
     scratch: &mut [u8],
 ) -> Result<(), DiskError> {
     let full = scratch.len() / ENTRY_BYTES * ENTRY_BYTES;
-    let (mut at, mut list) = (0usize, [(0u16, 0u32); 32]);
+    let mut at = 0usize;
     for n in (0..capture.len()).filter(|&n| capture[n] != 0) {
-        let count = entries_of(n, &mut list);
-        for &(_, states) in list[..count].iter().filter(|e| e.0 == depth) {
-            if at == full {
-                schedule.write(g, depth, &scratch[..at])?;
-                at = 0;
-            }
-            put_entry(&mut scratch[at..], n, states);
-            at += ENTRY_BYTES;
+        let bytes: &[u8; CARD_STATES] = values[n * CARD_STATES..][..CARD_STATES].try_into().expect("30 bytes");
+        let states = states_with_byte(bytes, byte) & capture[n];
+        if states == 0 {
+            continue;
         }
+        if at == full {
+            schedule.write(g, depth, &scratch[..at])?;
+            at = 0;
+        }
+        put_entry(&mut scratch[at..], n, states);
+        at += ENTRY_BYTES;
     }
     schedule.write(g, depth, &scratch[..at])
 }
@@ -568,12 +585,12 @@ mod tests {
 
     #[test]
     fn states_with_a_byte_are_found_both_ways() {
-        let mut bytes = [0u8; 32];
-        for (k, byte) in bytes.iter_mut().enumerate().take(30) {
+        let mut bytes = [0u8; CARD_STATES];
+        for (k, byte) in bytes.iter_mut().enumerate() {
             *byte = [0, 1, 127, 128, 129, 255, 0x80][k % 7] ^ (k as u8 & 0x81);
         }
         for byte in 0..=255u8 {
-            let wanted = (0..32).filter(|&k| bytes[k] == byte).fold(0u32, |m, k| m | 1 << k);
+            let wanted = (0..CARD_STATES).filter(|&k| bytes[k] == byte).fold(0u32, |m, k| m | 1 << k);
             assert_eq!(states_with_byte(&bytes, byte), wanted, "byte {byte}");
             assert_eq!(states_with_byte_in_words(&bytes, byte), wanted, "byte {byte}, in words");
         }
