@@ -1,15 +1,22 @@
 //! How well, and how fast, zstd packs the entries of a decision log
-//! (`<material>.decisions` in a streamed run's work directory), stored as
-//! they are and with their layouts as differences (what `solver::entries`
-//! does since checkpoint version 8), at levels 1 and -3. Reads the log's
-//! chunks and frames up to LIMIT_MIB packed bytes, unpacks them, and packs
-//! them again each way, one frame at a time on one thread.
-//! Usage: cargo run --release --example entry_codec -- WORK/3v4.decisions [LIMIT_MIB]
+//! (`<material>.decisions`) or a capture schedule (`<material>.captures`)
+//! in a streamed run's work directory, stored three ways: layouts as they
+//! are, layouts as differences (`FrameStorage::Entries`: logs, and
+//! schedules before checkpoint version 9), and differences with the
+//! entries' bytes in byte planes (`FrameStorage::BytePlanes`: schedules
+//! since version 9). Reads the file's frames (as version 9 writes them)
+//! up to LIMIT_MIB packed bytes, unpacks them, and packs them again each
+//! way at zstd level 1, one frame at a time on one thread; the times
+//! include each way's own transform and its undoing.
+//! Usage: cargo run --release --example entry_codec -- WORK/4v4.captures [LIMIT_MIB] [EVERY]
+//! (LIMIT_MIB: packed bytes read, default 300; EVERY: pack one frame in
+//! so many again, default 1.)
 use std::process::exit;
 use std::time::Instant;
 
-/// Bytes of a chunk header and of a frame header (`solver::decision_log`,
-/// `solver::entries`), and of an entry.
+/// Bytes of a chunk header (`solver::decision_log`; a capture schedule's
+/// frames have none) and of a frame header (`solver::entries`), and of an
+/// entry.
 const CHUNK_HEADER_BYTES: usize = 16;
 const FRAME_HEADER_BYTES: usize = 8;
 const ENTRY_BYTES: usize = 8;
@@ -23,79 +30,138 @@ fn word(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
 }
 
-/// Each entry's layout from the differences the log stores.
-fn to_layouts(entries: &mut [u8]) {
+/// A frame's entries (layout, states as 8 bytes each), stored `way`, into
+/// `out`.
+fn store(way: Way, entries: &[u8], out: &mut [u8]) {
+    let n = entries.len() / ENTRY_BYTES;
     let mut last = 0u32;
-    for e in entries.chunks_exact_mut(ENTRY_BYTES) {
-        last = last.wrapping_add(word(e, 0));
-        e[..4].copy_from_slice(&last.to_le_bytes());
+    for (i, e) in entries.chunks_exact(ENTRY_BYTES).enumerate() {
+        let layout = word(e, 0);
+        let first = if way == Way::Layouts { layout } else { layout.wrapping_sub(last) };
+        last = layout;
+        let stored = u64::from(first) | u64::from(word(e, 4)) << 32;
+        if way == Way::BytePlanes {
+            for (b, byte) in stored.to_le_bytes().into_iter().enumerate() {
+                out[b * n + i] = byte;
+            }
+        } else {
+            out[i * ENTRY_BYTES..][..ENTRY_BYTES].copy_from_slice(&stored.to_le_bytes());
+        }
     }
 }
 
-fn to_differences(entries: &[u8]) -> Vec<u8> {
-    let mut out = entries.to_vec();
+/// Undoes [`store`]: `stored` back into entries, `out`.
+fn restore(way: Way, stored: &[u8], out: &mut [u8]) {
+    let n = stored.len() / ENTRY_BYTES;
     let mut last = 0u32;
-    for e in out.chunks_exact_mut(ENTRY_BYTES) {
-        let layout = word(e, 0);
-        e[..4].copy_from_slice(&layout.wrapping_sub(last).to_le_bytes());
-        last = layout;
+    for (i, e) in out.chunks_exact_mut(ENTRY_BYTES).enumerate() {
+        let bytes = match way {
+            Way::BytePlanes => std::array::from_fn(|b| stored[b * n + i]),
+            _ => stored[i * ENTRY_BYTES..][..ENTRY_BYTES].try_into().expect("8 bytes"),
+        };
+        let value = u64::from_le_bytes(bytes);
+        last = if way == Way::Layouts { value as u32 } else { last.wrapping_add(value as u32) };
+        e[..4].copy_from_slice(&last.to_le_bytes());
+        e[4..].copy_from_slice(&((value >> 32) as u32).to_le_bytes());
     }
-    out
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Way {
+    Layouts,
+    Differences,
+    BytePlanes,
+}
+
+/// Per way: packed bytes, seconds packing, seconds unpacking.
+type Totals = [(usize, f64, f64); 3];
+
+const WAYS: [(&str, Way); 3] = [("layouts", Way::Layouts), ("differences", Way::Differences), ("byte planes", Way::BytePlanes)];
+
+/// Packs and unpacks one frame's entries each way, adding to `totals`.
+fn measure(entries: &[u8], packer: &mut zstd::bulk::Compressor, unpacker: &mut zstd::bulk::Decompressor, totals: &mut Totals) {
+    let (mut stored, mut packed, mut back) = (vec![0u8; entries.len()], vec![0u8; 1 << 18], vec![0u8; entries.len()]);
+    for (total, (name, way)) in totals.iter_mut().zip(WAYS) {
+        let started = Instant::now();
+        store(way, entries, &mut stored);
+        let len = packer.compress_to_buffer(&stored[..], &mut packed[..]).expect("packs");
+        let packing = started.elapsed().as_secs_f64();
+        let started = Instant::now();
+        let unpacked = unpacker.decompress_to_buffer(&packed[..len], &mut stored[..]).expect("unpacks");
+        restore(way, &stored[..unpacked], &mut back);
+        let unpacking = started.elapsed().as_secs_f64();
+        assert_eq!(back, entries, "{name} round-trips");
+        *total = (total.0 + len, total.1 + packing, total.2 + unpacking);
+    }
 }
 
 fn main() {
-    let path = std::env::args().nth(1).unwrap_or_else(|| fail("usage: entry_codec DECISIONS_FILE [LIMIT_MIB]"));
-    let limit_mib: usize =
-        std::env::args().nth(2).map_or(300, |s| s.parse().unwrap_or_else(|_| fail("LIMIT_MIB: a number")));
-    let data = std::fs::read(&path).unwrap_or_else(|e| fail(&format!("cannot read '{path}': {e}")));
+    let usage = "usage: entry_codec DECISIONS_OR_CAPTURES_FILE [LIMIT_MIB] [EVERY]";
+    let path = std::env::args().nth(1).unwrap_or_else(|| fail(usage));
+    let arg = |n: usize, default: usize, what: &str| -> usize {
+        std::env::args().nth(n).map_or(default, |s| s.parse().unwrap_or_else(|_| fail(&format!("{what}: a number"))))
+    };
+    // Packed bytes read at most, and every how many frames one is packed
+    // again (so that a whole 5 GB schedule takes a minute).
+    let limit_mib = arg(2, 300, "LIMIT_MIB");
+    let every = arg(3, 1, "EVERY").max(1);
+    let schedule = path.ends_with(".captures");
+    let stored_as = if schedule { Way::BytePlanes } else { Way::Differences };
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| fail(&format!("cannot open '{path}': {e}")));
+    let data = std::io::Read::take(file, (limit_mib as u64) << 20);
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, data);
+    let mut read = |bytes: &mut [u8]| std::io::Read::read_exact(&mut reader, bytes).is_ok();
     let mut unpacker = zstd::bulk::Decompressor::new().expect("a zstd context");
-    let (mut frames, mut packed_now, mut at) = (Vec::new(), 0, 0);
-    while at + CHUNK_HEADER_BYTES <= data.len() && packed_now < limit_mib << 20 {
-        let end = at + CHUNK_HEADER_BYTES + word(&data, at + 12) as usize;
-        let mut frame = at + CHUNK_HEADER_BYTES;
-        while frame < end.min(data.len()) {
-            let (entries, compressed) = (word(&data, frame) as usize, word(&data, frame + 4) as usize);
-            let payload = data.get(frame + FRAME_HEADER_BYTES..frame + FRAME_HEADER_BYTES + compressed);
-            let mut raw = payload
-                .and_then(|p| unpacker.decompress(p, entries * ENTRY_BYTES).ok())
-                .filter(|raw| raw.len() == entries * ENTRY_BYTES)
-                .unwrap_or_else(|| fail(&format!("'{path}' is not a decision log of checkpoint version 8")));
-            to_layouts(&mut raw);
-            frames.push(raw);
-            (packed_now, frame) = (packed_now + compressed, frame + FRAME_HEADER_BYTES + compressed);
+    let mut packer = zstd::bulk::Compressor::new(1).expect("a zstd context");
+    packer.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true)).expect("checksums");
+    let mut totals: Totals = [(0, 0.0, 0.0); 3];
+    let (mut frames, mut measured, mut raw_bytes, mut packed_bytes) = (0usize, 0usize, 0usize, 0usize);
+    // A log's chunk ends here (a schedule has no chunks).
+    let (mut at, mut chunk_end) = (0usize, 0usize);
+    let mut header = [0u8; CHUNK_HEADER_BYTES];
+    loop {
+        if !schedule && at == chunk_end {
+            if !read(&mut header) {
+                break;
+            }
+            at += CHUNK_HEADER_BYTES;
+            chunk_end = at + word(&header, 12) as usize;
+            continue;
         }
-        at = end;
+        if !read(&mut header[..FRAME_HEADER_BYTES]) {
+            break;
+        }
+        let (entries, compressed) = (word(&header, 0) as usize, word(&header, 4) as usize);
+        let mut payload = vec![0u8; compressed];
+        if !read(&mut payload) {
+            break;
+        }
+        at += FRAME_HEADER_BYTES + compressed;
+        frames += 1;
+        if frames % every != 0 {
+            continue;
+        }
+        let stored = unpacker
+            .decompress(&payload, entries * ENTRY_BYTES)
+            .ok()
+            .filter(|raw| raw.len() == entries * ENTRY_BYTES)
+            .unwrap_or_else(|| fail(&format!("'{path}' is not a log or schedule of checkpoint version 9")));
+        let mut raw = vec![0u8; stored.len()];
+        restore(stored_as, &stored, &mut raw);
+        measure(&raw, &mut packer, &mut unpacker, &mut totals);
+        (measured, raw_bytes, packed_bytes) = (measured + 1, raw_bytes + raw.len(), packed_bytes + compressed);
     }
-    let raw_bytes: usize = frames.iter().map(Vec::len).sum();
     println!(
-        "{} frames, {:.1} MB of entries, {:.1} MB packed in the log",
-        frames.len(),
+        "{measured} of {frames} frames, {:.1} MB of entries, {:.1} MB packed in the file",
         raw_bytes as f64 / 1e6,
-        packed_now as f64 / 1e6
+        packed_bytes as f64 / 1e6
     );
-    let differences: Vec<Vec<u8>> = frames.iter().map(|f| to_differences(f)).collect();
-    for (name, inputs, level) in [
-        ("layouts, level 1", &frames, 1),
-        ("layouts, level -3", &frames, -3),
-        ("differences, level 1", &differences, 1),
-        ("differences, level -3", &differences, -3),
-    ] {
-        let mut packer = zstd::bulk::Compressor::new(level).expect("a zstd context");
-        packer.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true)).expect("checksums");
-        let started = Instant::now();
-        let packed: Vec<Vec<u8>> = inputs.iter().map(|f| packer.compress(f).expect("packs")).collect();
-        let pack_s = started.elapsed().as_secs_f64();
-        let started = Instant::now();
-        for (p, f) in packed.iter().zip(inputs) {
-            assert_eq!(&unpacker.decompress(p, f.len()).expect("unpacks"), f);
-        }
-        let unpack_s = started.elapsed().as_secs_f64();
-        let packed_bytes: usize = packed.iter().map(Vec::len).sum();
+    for ((name, _), (packed, packing, unpacking)) in WAYS.iter().zip(totals) {
         println!(
-            "{name:>22}: {:.2} times, packing {:.0} MB/s, unpacking {:.0} MB/s",
-            raw_bytes as f64 / packed_bytes as f64,
-            raw_bytes as f64 / pack_s / 1e6,
-            raw_bytes as f64 / unpack_s / 1e6
+            "{name:>12}, level 1: {:.2} times, packing {:.0} MB/s, unpacking {:.0} MB/s",
+            raw_bytes as f64 / packed as f64,
+            raw_bytes as f64 / packing / 1e6,
+            raw_bytes as f64 / unpacking / 1e6
         );
     }
 }

@@ -25,8 +25,8 @@ pub const CHECKPOINT_FILE: &str = "checkpoint.json";
 pub const LOCK_FILE: &str = "lock";
 /// Version of the checkpoint's content and of the work files it names; a
 /// run refuses other versions. (8: entry frames store layouts as
-/// differences, `entries.rs`.)
-const CHECKPOINT_VERSION: u32 = 8;
+/// differences; 9: and their bytes in byte planes, `entries.rs`.)
+const CHECKPOINT_VERSION: u32 = 9;
 
 #[derive(Debug, Error)]
 pub enum CheckpointError {

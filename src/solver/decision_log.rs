@@ -24,7 +24,7 @@
 //! 4.8 GB a copy, and sat at almost two copies between checkpoints.
 
 use super::disk::{DiskError, io_error};
-use super::entries::{self, ENTRY_BYTES, FRAME_HEADER_BYTES, Unpacker, entry};
+use super::entries::{self, ENTRY_BYTES, FRAME_HEADER_BYTES, FrameStorage, Unpacker, entry};
 use super::flags::PlacementFlags;
 use super::lanes::LaneLayout;
 use crate::rules::ALL_CARD_STATES;
@@ -33,6 +33,12 @@ use std::fs::{File, OpenOptions};
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+
+/// The log's frames store their entries one after another: its entries
+/// repeat whole (consecutive layouts, the same states), which zstd finds
+/// that way; in byte planes 4v4's log packed 7.93 times instead of 10.97,
+/// and no faster (see [`super::entries`]).
+const STORAGE: FrameStorage = FrameStorage::Entries;
 
 /// Bytes buffered before they are written, and read at a time when the log
 /// is applied: allocated once per streamed material (part of the fixed
@@ -162,7 +168,7 @@ impl DecisionLog {
         debug_assert!(decided.len().is_multiple_of(block_words), "a group holds whole placements");
         let live_layouts = (0..decided.len()).step_by(block_words).filter(|&first| live(first));
         let layouts = live_layouts.flat_map(|first| first..first + block_words);
-        entries::encode(layouts.map(|n| (n, decided[n])).filter(|&(_, states)| states != 0), into)
+        entries::encode(layouts.map(|n| (n, decided[n])).filter(|&(_, states)| states != 0), STORAGE, into)
     }
 
     /// Appends the chunk of `group` in the current step: `count` entries in
@@ -323,7 +329,7 @@ fn visit_frames(
         }
         buffer.resize(compressed, 0);
         read_at(log, buffer, at + FRAME_HEADER_BYTES as u64)?;
-        for bytes in unpacker.unpack(buffer, entries).map_err(|e| damaged(e.what()))?.chunks_exact(ENTRY_BYTES) {
+        for bytes in unpacker.unpack(buffer, entries, STORAGE).map_err(|e| damaged(e.what()))?.chunks_exact(ENTRY_BYTES) {
             let (n, states) = entry(bytes);
             visit(n, states);
         }

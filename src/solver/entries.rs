@@ -7,7 +7,10 @@
 //! compressed: u32`, then a zstd frame (with its content checksum) of
 //! `compressed` bytes that unpacks to `entries` entries, at most
 //! [`FRAME_ENTRIES`], each entry's `layout` stored as its difference from
-//! the entry before (the first from 0), wrapping.
+//! the entry before (the first from 0), wrapping. The file that holds a
+//! frame chooses how its bytes are stored ([`FrameStorage`]): entry after
+//! entry, or transposed: byte 0 of every entry, then byte 1 of every
+//! entry, ... byte 7 (eight *byte planes* of `entries` bytes each).
 //!
 //! Why compressed: at 8 men the decision log of 4v4 would be about 26 GB
 //! raw, next to 24 GB of planes, on a disk that must also hold the rest of
@@ -22,6 +25,18 @@
 //! packed 3.19 times at 238 MB/s and unpacked at 708 MB/s before; with
 //! differences 6.95 times, 436 MB/s and 1,057 MB/s
 //! (`tools/entry_codec.rs`, docs/BENCHMARKS.md).
+//!
+//!
+//! Why two storages: in a capture schedule, a difference's high bytes and
+//! most of a card-state set's are the same from entry to entry, so byte
+//! planes make long runs, which zstd's fastest levels pack quickly. On
+//! 8-men 4v4's whole schedule (one frame in eight), level 1 packed byte
+//! planes in 0.72 of the time (transposing included), 4.09 times instead
+//! of 4.20, and unpacked them as fast. A decision log's entries repeat
+//! whole (consecutive layouts, the same states), which zstd finds entry
+//! after entry: on the first 230 MiB of 4v4's log, byte planes packed
+//! 7.93 times instead of 10.97, and no faster (`tools/entry_codec.rs`,
+//! docs/BENCHMARKS.md, session 33).
 
 use std::cell::RefCell;
 
@@ -68,37 +83,65 @@ thread_local! {
     /// compressor, and one frame's entries before compression.
     static COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> = const { RefCell::new(None) };
     static RAW_FRAME: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    /// One frame's entries with layouts as differences, before compression.
-    static DIFFERENCES: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// One frame's entries as stored, before compression.
+    static STORED_FRAME: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Each entry's layout as its difference from the one before (the first
-/// from 0), wrapping: `raw` into `into`.
-fn layouts_to_differences(raw: &[u8], into: &mut Vec<u8>) {
-    into.clear();
-    into.extend_from_slice(raw);
+/// How a frame stores its entries' bytes before compression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FrameStorage {
+    /// Entry after entry, 8 bytes each.
+    Entries,
+    /// Byte b of every entry, for b = 0..8.
+    BytePlanes,
+}
+
+/// The entries `raw` as a frame stores them, into `stored`: each layout as
+/// its difference from the one before (the first from 0), wrapping, the
+/// bytes as `storage` says.
+fn entries_to_stored(raw: &[u8], storage: FrameStorage, stored: &mut Vec<u8>) {
+    let n = raw.len() / ENTRY_BYTES;
+    stored.clear();
+    stored.resize(raw.len(), 0);
     let mut last = 0u32;
-    for e in into.chunks_exact_mut(ENTRY_BYTES) {
-        let (layout, states) = entry(e);
-        put_entry(e, (layout as u32).wrapping_sub(last) as usize, states);
+    for (i, bytes) in raw.chunks_exact(ENTRY_BYTES).enumerate() {
+        let (layout, states) = entry(bytes);
+        let difference = (layout as u32).wrapping_sub(last);
         last = layout as u32;
+        match storage {
+            FrameStorage::Entries => put_entry(&mut stored[i * ENTRY_BYTES..], difference as usize, states),
+            FrameStorage::BytePlanes => {
+                let word = u64::from(difference) | u64::from(states) << 32;
+                for (b, byte) in word.to_le_bytes().into_iter().enumerate() {
+                    stored[b * n + i] = byte;
+                }
+            }
+        }
     }
 }
 
-/// Undoes [`layouts_to_differences`] in place.
-fn differences_to_layouts(entries: &mut [u8]) {
+/// Undoes [`entries_to_stored`]: `stored` back into entries, `raw`.
+fn stored_to_entries(stored: &[u8], storage: FrameStorage, raw: &mut [u8]) {
+    debug_assert_eq!(stored.len(), raw.len());
+    let n = raw.len() / ENTRY_BYTES;
     let mut last = 0u32;
-    for e in entries.chunks_exact_mut(ENTRY_BYTES) {
-        let (difference, states) = entry(e);
+    for (i, bytes) in raw.chunks_exact_mut(ENTRY_BYTES).enumerate() {
+        let (difference, states) = match storage {
+            FrameStorage::Entries => entry(&stored[i * ENTRY_BYTES..]),
+            FrameStorage::BytePlanes => {
+                let word = u64::from_le_bytes(std::array::from_fn(|b| stored[b * n + i]));
+                (word as u32 as usize, (word >> 32) as u32)
+            }
+        };
         last = last.wrapping_add(difference as u32);
-        put_entry(e, last as usize, states);
+        put_entry(bytes, last as usize, states);
     }
 }
 
 /// Packs `raw`, at most [`FRAME_ENTRIES`] entries as bytes, as one frame
-/// into `into` (which must hold [`frames_bound`] of them); returns the
-/// bytes written.
-pub(super) fn pack_frame(raw: &[u8], into: &mut [u8]) -> usize {
+/// stored as `storage` says into `into` (which must hold [`frames_bound`]
+/// of them); returns the bytes written.
+pub(super) fn pack_frame(raw: &[u8], storage: FrameStorage, into: &mut [u8]) -> usize {
     debug_assert!(raw.len() <= FRAME_BYTES && raw.len().is_multiple_of(ENTRY_BYTES));
     COMPRESSOR.with_borrow_mut(|compressor| {
         let compressor = compressor.get_or_insert_with(|| {
@@ -111,9 +154,9 @@ pub(super) fn pack_frame(raw: &[u8], into: &mut [u8]) -> usize {
         });
         let payload = &mut into[FRAME_HEADER_BYTES..];
         assert!(payload.len() >= zstd::zstd_safe::compress_bound(raw.len()), "room for the frame's bound");
-        let compressed = DIFFERENCES.with_borrow_mut(|differences| {
-            layouts_to_differences(raw, differences);
-            compressor.compress_to_buffer(&differences[..], payload).expect("room for the frame")
+        let compressed = STORED_FRAME.with_borrow_mut(|stored| {
+            entries_to_stored(raw, storage, stored);
+            compressor.compress_to_buffer(&stored[..], payload).expect("room for the frame")
         });
         into[..4].copy_from_slice(&((raw.len() / ENTRY_BYTES) as u32).to_le_bytes());
         into[4..FRAME_HEADER_BYTES].copy_from_slice(&(compressed as u32).to_le_bytes());
@@ -121,10 +164,14 @@ pub(super) fn pack_frame(raw: &[u8], into: &mut [u8]) -> usize {
     })
 }
 
-/// Encodes `entries` as frames into `into`, which must hold
-/// [`frames_bound`] of their number; returns the bytes written and the
-/// number of entries.
-pub(super) fn encode(entries: impl Iterator<Item = (usize, u32)>, into: &mut [u8]) -> (usize, u32) {
+/// Encodes `entries` as frames stored as `storage` says into `into`,
+/// which must hold [`frames_bound`] of their number; returns the bytes
+/// written and the number of entries.
+pub(super) fn encode(
+    entries: impl Iterator<Item = (usize, u32)>,
+    storage: FrameStorage,
+    into: &mut [u8],
+) -> (usize, u32) {
     RAW_FRAME.with_borrow_mut(|raw| {
         raw.resize(FRAME_BYTES, 0);
         let (mut len, mut count, mut at) = (0, 0u32, 0);
@@ -132,12 +179,12 @@ pub(super) fn encode(entries: impl Iterator<Item = (usize, u32)>, into: &mut [u8
             put_entry(&mut raw[at..], layout, states);
             (at, count) = (at + ENTRY_BYTES, count + 1);
             if at == FRAME_BYTES {
-                len += pack_frame(raw, &mut into[len..]);
+                len += pack_frame(raw, storage, &mut into[len..]);
                 at = 0;
             }
         }
         if at > 0 {
-            len += pack_frame(&raw[..at], &mut into[len..]);
+            len += pack_frame(&raw[..at], storage, &mut into[len..]);
         }
         (len, count)
     })
@@ -169,9 +216,11 @@ pub(super) fn frame_header(header: [u8; FRAME_HEADER_BYTES]) -> Result<(usize, u
     if fits { Ok((entries, compressed)) } else { Err(FrameError::Header) }
 }
 
-/// Unpacks frames: one frame's entries and the decompressor, made once.
+/// Unpacks frames: one frame's entries, as stored and as entries, and the
+/// decompressor, made once.
 pub(super) struct Unpacker {
     raw: Vec<u8>,
+    stored: Vec<u8>,
     decompressor: zstd::bulk::Decompressor<'static>,
 }
 
@@ -180,18 +229,19 @@ impl Unpacker {
         // zstd fails here only if it cannot allocate, which aborts
         // everywhere else too.
         let decompressor = zstd::bulk::Decompressor::new().expect("zstd allocates a decompression context");
-        Unpacker { raw: Vec::with_capacity(FRAME_BYTES), decompressor }
+        Unpacker { raw: Vec::with_capacity(FRAME_BYTES), stored: Vec::with_capacity(FRAME_BYTES), decompressor }
     }
 
-    /// The entries of a frame whose header gave `entries` and whose
-    /// compressed bytes are `compressed`.
-    pub fn unpack(&mut self, compressed: &[u8], entries: usize) -> Result<&[u8], FrameError> {
-        self.raw.clear();
-        let unpacked = self.decompressor.decompress_to_buffer(compressed, &mut self.raw);
+    /// The entries of a frame stored as `storage` says whose header gave
+    /// `entries` and whose compressed bytes are `compressed`.
+    pub fn unpack(&mut self, compressed: &[u8], entries: usize, storage: FrameStorage) -> Result<&[u8], FrameError> {
+        self.stored.clear();
+        let unpacked = self.decompressor.decompress_to_buffer(compressed, &mut self.stored);
         if unpacked.ok() != Some(entries * ENTRY_BYTES) {
             return Err(FrameError::Unpack);
         }
-        differences_to_layouts(&mut self.raw);
+        self.raw.resize(self.stored.len(), 0);
+        stored_to_entries(&self.stored, storage, &mut self.raw);
         Ok(&self.raw[..])
     }
 }
@@ -201,7 +251,7 @@ mod tests {
     use super::*;
 
     /// Frames give back their entries whatever the order of the layouts
-    /// (differences wrap), across frame boundaries too.
+    /// (differences wrap), across frame boundaries too, stored either way.
     #[test]
     fn frames_round_trip_entries_in_any_order() {
         let mut x = 0x2545_f491_4f6c_dd1du64;
@@ -213,19 +263,20 @@ mod tests {
         };
         let ascending: Vec<(usize, u32)> = (0..FRAME_ENTRIES + 77).map(|n| (3 * n + 1, next() >> 2)).collect();
         let scattered: Vec<(usize, u32)> = (0..1000).map(|_| (next() as usize, next())).collect();
-        for entries in [ascending, scattered, vec![(0, 5)], vec![(u32::MAX as usize, 1), (0, 2)]] {
+        let lists = [ascending, scattered, vec![(0, 5)], vec![(u32::MAX as usize, 1), (0, 2)]];
+        for (entries, storage) in lists.iter().flat_map(|e| [(e, FrameStorage::Entries), (e, FrameStorage::BytePlanes)]) {
             let mut packed = vec![0u8; frames_bound(entries.len())];
-            let (len, count) = encode(entries.iter().copied(), &mut packed);
+            let (len, count) = encode(entries.iter().copied(), storage, &mut packed);
             assert_eq!(count as usize, entries.len());
             let (mut unpacker, mut at, mut back) = (Unpacker::new(), 0, Vec::new());
             while at < len {
                 let header = packed[at..at + FRAME_HEADER_BYTES].try_into().expect("a header");
                 let (n, compressed) = frame_header(header).expect("a frame encode wrote");
                 let payload = &packed[at + FRAME_HEADER_BYTES..at + FRAME_HEADER_BYTES + compressed];
-                back.extend(unpacker.unpack(payload, n).expect("unpacks").chunks_exact(ENTRY_BYTES).map(entry));
+                back.extend(unpacker.unpack(payload, n, storage).expect("unpacks").chunks_exact(ENTRY_BYTES).map(entry));
                 at += FRAME_HEADER_BYTES + compressed;
             }
-            assert_eq!(back, entries);
+            assert_eq!(&back, entries, "{storage:?}");
         }
     }
 }
