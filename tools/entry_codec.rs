@@ -76,10 +76,16 @@ enum Way {
 /// Per way: packed bytes, seconds packing, seconds unpacking.
 type Totals = [(usize, f64, f64); 3];
 
-const WAYS: [(&str, Way); 3] = [("layouts", Way::Layouts), ("differences", Way::Differences), ("byte planes", Way::BytePlanes)];
+const WAYS: [(&str, Way); 3] =
+    [("layouts", Way::Layouts), ("differences", Way::Differences), ("byte planes", Way::BytePlanes)];
 
 /// Packs and unpacks one frame's entries each way, adding to `totals`.
-fn measure(entries: &[u8], packer: &mut zstd::bulk::Compressor, unpacker: &mut zstd::bulk::Decompressor, totals: &mut Totals) {
+fn measure(
+    entries: &[u8],
+    packer: &mut zstd::bulk::Compressor,
+    unpacker: &mut zstd::bulk::Decompressor,
+    totals: &mut Totals,
+) {
     let (mut stored, mut packed, mut back) = (vec![0u8; entries.len()], vec![0u8; 1 << 18], vec![0u8; entries.len()]);
     for (total, (name, way)) in totals.iter_mut().zip(WAYS) {
         let started = Instant::now();

@@ -263,8 +263,11 @@ impl CaptureSchedule {
             // Chunks before `opened` are begun (an empty one has no frame).
             let mut opened = 0;
             for wave in frames.chunks(packed.len()) {
-                let lens: Vec<usize> =
-                    packed.par_iter_mut().zip(wave).map(|(into, (_, raw))| entries::pack_frame(raw, STORAGE, into)).collect();
+                let lens: Vec<usize> = packed
+                    .par_iter_mut()
+                    .zip(wave)
+                    .map(|(into, (_, raw))| entries::pack_frame(raw, STORAGE, into))
+                    .collect();
                 for ((frame, &(c, raw)), len) in packed.iter().zip(wave).zip(lens) {
                     for &(depth, _) in &chunks[opened..=c] {
                         self.begin_chunk(g, depth)?;
@@ -525,9 +528,8 @@ fn states_with_byte_sse2(bytes: &[u8; CARD_STATES], byte: u8) -> u32 {
     let pattern = _mm_set1_epi8(byte as i8);
     // SAFETY: both loads read 16 bytes inside `bytes` (0..16 and 14..30);
     // `_mm_loadu_si128` takes any alignment.
-    let (low, high) = unsafe {
-        (_mm_loadu_si128(bytes.as_ptr().cast()), _mm_loadu_si128(bytes[HIGH..].as_ptr().cast()))
-    };
+    let (low, high) =
+        unsafe { (_mm_loadu_si128(bytes.as_ptr().cast()), _mm_loadu_si128(bytes[HIGH..].as_ptr().cast())) };
     let equal = |half| _mm_movemask_epi8(_mm_cmpeq_epi8(half, pattern)) as u32;
     equal(low) | equal(high) << HIGH
 }

@@ -329,7 +329,8 @@ fn visit_frames(
         }
         buffer.resize(compressed, 0);
         read_at(log, buffer, at + FRAME_HEADER_BYTES as u64)?;
-        for bytes in unpacker.unpack(buffer, entries, STORAGE).map_err(|e| damaged(e.what()))?.chunks_exact(ENTRY_BYTES) {
+        for bytes in unpacker.unpack(buffer, entries, STORAGE).map_err(|e| damaged(e.what()))?.chunks_exact(ENTRY_BYTES)
+        {
             let (n, states) = entry(bytes);
             visit(n, states);
         }

@@ -264,7 +264,8 @@ mod tests {
         let ascending: Vec<(usize, u32)> = (0..FRAME_ENTRIES + 77).map(|n| (3 * n + 1, next() >> 2)).collect();
         let scattered: Vec<(usize, u32)> = (0..1000).map(|_| (next() as usize, next())).collect();
         let lists = [ascending, scattered, vec![(0, 5)], vec![(u32::MAX as usize, 1), (0, 2)]];
-        for (entries, storage) in lists.iter().flat_map(|e| [(e, FrameStorage::Entries), (e, FrameStorage::BytePlanes)]) {
+        for (entries, storage) in lists.iter().flat_map(|e| [(e, FrameStorage::Entries), (e, FrameStorage::BytePlanes)])
+        {
             let mut packed = vec![0u8; frames_bound(entries.len())];
             let (len, count) = encode(entries.iter().copied(), storage, &mut packed);
             assert_eq!(count as usize, entries.len());
@@ -273,7 +274,9 @@ mod tests {
                 let header = packed[at..at + FRAME_HEADER_BYTES].try_into().expect("a header");
                 let (n, compressed) = frame_header(header).expect("a frame encode wrote");
                 let payload = &packed[at + FRAME_HEADER_BYTES..at + FRAME_HEADER_BYTES + compressed];
-                back.extend(unpacker.unpack(payload, n, storage).expect("unpacks").chunks_exact(ENTRY_BYTES).map(entry));
+                back.extend(
+                    unpacker.unpack(payload, n, storage).expect("unpacks").chunks_exact(ENTRY_BYTES).map(entry),
+                );
                 at += FRAME_HEADER_BYTES + compressed;
             }
             assert_eq!(&back, entries, "{storage:?}");
