@@ -26,7 +26,6 @@
 //! differences 6.95 times, 436 MB/s and 1,057 MB/s
 //! (`tools/entry_codec.rs`, docs/BENCHMARKS.md).
 //!
-//!
 //! Why two storages: in a capture schedule, a difference's high bytes and
 //! most of a card-state set's are the same from entry to entry, so byte
 //! planes make long runs, which zstd's fastest levels pack quickly. On
