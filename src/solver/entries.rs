@@ -99,18 +99,25 @@ pub(super) enum FrameStorage {
 /// its difference from the one before (the first from 0), wrapping, the
 /// bytes as `storage` says.
 fn entries_to_stored(raw: &[u8], storage: FrameStorage, stored: &mut Vec<u8>) {
-    let n = raw.len() / ENTRY_BYTES;
     stored.clear();
-    stored.resize(raw.len(), 0);
-    let mut last = 0u32;
-    for (i, bytes) in raw.chunks_exact(ENTRY_BYTES).enumerate() {
-        let (layout, states) = entry(bytes);
-        let difference = (layout as u32).wrapping_sub(last);
-        last = layout as u32;
-        match storage {
-            FrameStorage::Entries => put_entry(&mut stored[i * ENTRY_BYTES..], difference as usize, states),
-            FrameStorage::BytePlanes => {
-                let word = u64::from(difference) | u64::from(states) << 32;
+    match storage {
+        FrameStorage::Entries => {
+            stored.extend_from_slice(raw);
+            let mut last = 0u32;
+            for e in stored.chunks_exact_mut(ENTRY_BYTES) {
+                let (layout, states) = entry(e);
+                put_entry(e, (layout as u32).wrapping_sub(last) as usize, states);
+                last = layout as u32;
+            }
+        }
+        FrameStorage::BytePlanes => {
+            let n = raw.len() / ENTRY_BYTES;
+            stored.resize(raw.len(), 0);
+            let mut last = 0u32;
+            for (i, bytes) in raw.chunks_exact(ENTRY_BYTES).enumerate() {
+                let (layout, states) = entry(bytes);
+                let word = u64::from((layout as u32).wrapping_sub(last)) | u64::from(states) << 32;
+                last = layout as u32;
                 for (b, byte) in word.to_le_bytes().into_iter().enumerate() {
                     stored[b * n + i] = byte;
                 }
@@ -119,21 +126,27 @@ fn entries_to_stored(raw: &[u8], storage: FrameStorage, stored: &mut Vec<u8>) {
     }
 }
 
-/// Undoes [`entries_to_stored`]: `stored` back into entries, `raw`.
-fn stored_to_entries(stored: &[u8], storage: FrameStorage, raw: &mut [u8]) {
-    debug_assert_eq!(stored.len(), raw.len());
+/// Undoes [`FrameStorage::BytePlanes`]' side of [`entries_to_stored`]:
+/// `planes` back into entries, `raw`.
+fn byte_planes_to_entries(planes: &[u8], raw: &mut [u8]) {
+    debug_assert_eq!(planes.len(), raw.len());
     let n = raw.len() / ENTRY_BYTES;
     let mut last = 0u32;
     for (i, bytes) in raw.chunks_exact_mut(ENTRY_BYTES).enumerate() {
-        let (difference, states) = match storage {
-            FrameStorage::Entries => entry(&stored[i * ENTRY_BYTES..]),
-            FrameStorage::BytePlanes => {
-                let word = u64::from_le_bytes(std::array::from_fn(|b| stored[b * n + i]));
-                (word as u32 as usize, (word >> 32) as u32)
-            }
-        };
+        let word = u64::from_le_bytes(std::array::from_fn(|b| planes[b * n + i]));
+        last = last.wrapping_add(word as u32);
+        put_entry(bytes, last as usize, (word >> 32) as u32);
+    }
+}
+
+/// Undoes [`FrameStorage::Entries`]' side of [`entries_to_stored`], in
+/// place.
+fn differences_to_layouts(entries: &mut [u8]) {
+    let mut last = 0u32;
+    for e in entries.chunks_exact_mut(ENTRY_BYTES) {
+        let (difference, states) = entry(e);
         last = last.wrapping_add(difference as u32);
-        put_entry(bytes, last as usize, states);
+        put_entry(e, last as usize, states);
     }
 }
 
@@ -234,13 +247,23 @@ impl Unpacker {
     /// The entries of a frame stored as `storage` says whose header gave
     /// `entries` and whose compressed bytes are `compressed`.
     pub fn unpack(&mut self, compressed: &[u8], entries: usize, storage: FrameStorage) -> Result<&[u8], FrameError> {
-        self.stored.clear();
-        let unpacked = self.decompressor.decompress_to_buffer(compressed, &mut self.stored);
+        // Entries are undone in place; byte planes need a second buffer.
+        let into = match storage {
+            FrameStorage::Entries => &mut self.raw,
+            FrameStorage::BytePlanes => &mut self.stored,
+        };
+        into.clear();
+        let unpacked = self.decompressor.decompress_to_buffer(compressed, into);
         if unpacked.ok() != Some(entries * ENTRY_BYTES) {
             return Err(FrameError::Unpack);
         }
-        self.raw.resize(self.stored.len(), 0);
-        stored_to_entries(&self.stored, storage, &mut self.raw);
+        match storage {
+            FrameStorage::Entries => differences_to_layouts(&mut self.raw),
+            FrameStorage::BytePlanes => {
+                self.raw.resize(self.stored.len(), 0);
+                byte_planes_to_entries(&self.stored, &mut self.raw);
+            }
+        }
         Ok(&self.raw[..])
     }
 }
