@@ -200,6 +200,19 @@ impl PlacementFlags {
         None
     }
 
+    /// The `k` in `0..blocks` whose block, starting at lane element
+    /// `origin + k * block_words`, has its flag set, in increasing order
+    /// ([`PlacementFlags::next_set`] in turn: words of clear flags are
+    /// passed over at once).
+    pub fn set_blocks(&self, origin: usize, blocks: usize) -> impl Iterator<Item = usize> + '_ {
+        let mut from = 0;
+        std::iter::from_fn(move || {
+            let k = self.next_set(origin, from, blocks)?;
+            from = k + 1;
+            Some(k)
+        })
+    }
+
     /// Clears the flags of the blocks starting in `elements`, a range
     /// whose ends are lane segment boundaries. Those are 1024 elements
     /// apart, and 1024 >> floor(log2(p * q)) is a multiple of 64 for up to
@@ -416,10 +429,10 @@ mod tests {
         }
     }
 
-    /// `next_set` finds the same blocks as asking each block in turn, for
-    /// every block size, from units that start anywhere, over runs of
-    /// clear words and flag numbers that are no block's (set too: flags
-    /// start set).
+    /// `next_set` (through `set_blocks`) finds the same blocks as asking
+    /// each block in turn, for every block size, from units that start
+    /// anywhere, over runs of clear words and flag numbers that are no
+    /// block's (set too: flags start set).
     #[test]
     fn the_next_set_block_is_found_past_clear_flags() {
         for block_words in 1..=25 {
@@ -436,12 +449,7 @@ mod tests {
             for unit_start in [0, 1, 7, blocks / 3] {
                 let unit_origin = origin + unit_start * block_words;
                 let unit_blocks = blocks - unit_start;
-                let mut found = Vec::new();
-                let mut from = 0;
-                while let Some(k) = flags.next_set(unit_origin, from, unit_blocks) {
-                    found.push(k);
-                    from = k + 1;
-                }
+                let found: Vec<usize> = flags.set_blocks(unit_origin, unit_blocks).collect();
                 let expected: Vec<usize> =
                     (0..unit_blocks).filter(|&k| flags.get(unit_origin + k * block_words)).collect();
                 assert_eq!(found, expected, "{block_words}-word blocks from block {unit_start}");

@@ -1404,8 +1404,13 @@ fn log_decisions(
         .zip(groups)
         .map(|(region, &g)| {
             let range = plane_map.elements(g);
-            let is_live = |first: usize| live.is_none_or(|live| live.get(range.start + first));
-            DecisionLog::encode(&decided[range.clone()], block_words, is_live, region)
+            let (decided, placements) = (&decided[range.clone()], range.len() / block_words);
+            match live {
+                Some(live) => {
+                    DecisionLog::encode(decided, block_words, live.set_blocks(range.start, placements), region)
+                }
+                None => DecisionLog::encode(decided, block_words, 0..placements, region),
+            }
         })
         .collect();
     let mut log = work.files().log();

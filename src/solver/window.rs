@@ -347,8 +347,9 @@ impl OwnBuffers {
         groups.par_iter().zip(won_out).zip(rest_out).for_each(|((&(g, pick, expected), won_out), rest_out)| {
             let range = plane_map.elements(g);
             let own = own_planes.map(|plane| &plane.words()[range.clone()]);
-            let is_live = |first: usize| live.get(range.start + first);
-            let listed = sparse::gather(own, pick, (won_out, rest_out), live.block_words(), is_live);
+            let placements = range.len() / live.block_words();
+            let live_placements = live.set_blocks(range.start, placements);
+            let listed = sparse::gather(own, pick, (won_out, rest_out), live.block_words(), live_placements);
             // A record missing or extra would leave a layout's words wrong
             // for the rest of the pair.
             assert_eq!(listed, expected, "group {g} lists the layouts it listed before");
