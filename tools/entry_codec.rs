@@ -6,11 +6,12 @@
 //! entries' bytes in byte planes (`FrameStorage::BytePlanes`: schedules
 //! since version 9). Reads the file's frames (as version 9 writes them)
 //! up to LIMIT_MIB packed bytes, unpacks them, and packs them again each
-//! way at zstd level 1, one frame at a time on one thread; the times
+//! way at zstd level LEVEL, one frame at a time on one thread; the times
 //! include each way's own transform and its undoing.
-//! Usage: cargo run --release --example entry_codec -- WORK/4v4.captures [LIMIT_MIB] [EVERY]
+//! Usage: cargo run --release --example entry_codec -- WORK/4v4.captures [LIMIT_MIB] [EVERY] [LEVEL]
 //! (LIMIT_MIB: packed bytes read, default 300; EVERY: pack one frame in
-//! so many again, default 1.)
+//! so many again, default 1; LEVEL: zstd level, default 1, the files' own;
+//! negative levels are zstd's fast ones.)
 use std::process::exit;
 use std::time::Instant;
 
@@ -102,7 +103,7 @@ fn measure(
 }
 
 fn main() {
-    let usage = "usage: entry_codec DECISIONS_OR_CAPTURES_FILE [LIMIT_MIB] [EVERY]";
+    let usage = "usage: entry_codec DECISIONS_OR_CAPTURES_FILE [LIMIT_MIB] [EVERY] [LEVEL]";
     let path = std::env::args().nth(1).unwrap_or_else(|| fail(usage));
     let arg = |n: usize, default: usize, what: &str| -> usize {
         std::env::args().nth(n).map_or(default, |s| s.parse().unwrap_or_else(|_| fail(&format!("{what}: a number"))))
@@ -111,6 +112,7 @@ fn main() {
     // again (so that a whole 5 GB schedule takes a minute).
     let limit_mib = arg(2, 300, "LIMIT_MIB");
     let every = arg(3, 1, "EVERY").max(1);
+    let level: i32 = std::env::args().nth(4).map_or(1, |s| s.parse().unwrap_or_else(|_| fail("LEVEL: a number")));
     let schedule = path.ends_with(".captures");
     let stored_as = if schedule { Way::BytePlanes } else { Way::Differences };
     let file = std::fs::File::open(&path).unwrap_or_else(|e| fail(&format!("cannot open '{path}': {e}")));
@@ -118,7 +120,7 @@ fn main() {
     let mut reader = std::io::BufReader::with_capacity(1 << 20, data);
     let mut read = |bytes: &mut [u8]| std::io::Read::read_exact(&mut reader, bytes).is_ok();
     let mut unpacker = zstd::bulk::Decompressor::new().expect("a zstd context");
-    let mut packer = zstd::bulk::Compressor::new(1).expect("a zstd context");
+    let mut packer = zstd::bulk::Compressor::new(level).unwrap_or_else(|_| fail("LEVEL: not a zstd level"));
     packer.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true)).expect("checksums");
     let mut totals: Totals = [(0, 0.0, 0.0); 3];
     let (mut frames, mut measured, mut raw_bytes, mut packed_bytes) = (0usize, 0usize, 0usize, 0usize);
@@ -164,7 +166,7 @@ fn main() {
     );
     for ((name, _), (packed, packing, unpacking)) in WAYS.iter().zip(totals) {
         println!(
-            "{name:>12}, level 1: {:.2} times, packing {:.0} MB/s, unpacking {:.0} MB/s",
+            "{name:>12}, level {level}: {:.2} times, packing {:.0} MB/s, unpacking {:.0} MB/s",
             raw_bytes as f64 / packed as f64,
             raw_bytes as f64 / packing / 1e6,
             raw_bytes as f64 / unpacking / 1e6
