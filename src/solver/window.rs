@@ -318,9 +318,13 @@ impl OwnBuffers {
                     .damaged(Lane::SparseWon, *g, "sparse records out of order or beyond the group")
                     .into());
             }
-            rest_in[..sparse::rest_bytes(listed) / 4].fill(0);
-            if let Base::Holes { block_words } = base {
-                sparse::clear_live(won_in, listed, block_words, &mut rest_in[..range.len()]);
+            // Steps read `fresh` in the live placements only (and over
+            // holes only those of the group's are live).
+            match base {
+                Base::Holes { block_words } => {
+                    sparse::clear_live(won_in, listed, block_words, &mut rest_in[..range.len()])
+                }
+                Base::Dense => rest_in[..sparse::rest_bytes(listed) / 4].fill(0),
             }
         }
         Ok(())
@@ -429,7 +433,8 @@ impl OwnBuffers {
     /// from lane byte `slice_start` on, with its block flags): a block
     /// with a record gets holes' words and its flag set, then its records.
     /// The records are read into this window's `due` buffer, in rounds of
-    /// as many as fit, and it is left cleared: call before `fill_due`.
+    /// as many as fit: call before `fill_due`, which clears what steps read
+    /// of it.
     pub fn patch_landing_won(
         &mut self,
         disk: &mut DiskIo,
@@ -441,7 +446,6 @@ impl OwnBuffers {
         let sparse: Vec<(usize, u32)> =
             groups.map(|g| (g, target.groups[g].sparse_layouts)).filter(|&(_, listed)| listed > 0).collect();
         let capacity = self.due.len();
-        let mut used = 0;
         for round in rounds(&sparse, capacity) {
             let ranges = round.iter().map(|(_, bytes)| bytes.clone());
             let parts = carve_mut(self.due.bytes_mut(), ranges);
@@ -456,7 +460,6 @@ impl OwnBuffers {
             disk.read_many(&mut requests)?;
             for ((g, listed), bytes) in round {
                 io.bytes_read += bytes.len() as u64;
-                used = used.max(bytes.end);
                 let records = &self.due.words()[bytes.start / 4..bytes.end / 4];
                 let at = ((target.planes.segment(g).start - slice_start) / 4) as usize;
                 let layouts = target.index.groups()[g].layouts as usize;
@@ -467,7 +470,6 @@ impl OwnBuffers {
                 }
             }
         }
-        self.due.bytes_mut()[..used].fill(0);
         Ok(())
     }
 
@@ -511,12 +513,21 @@ impl OwnBuffers {
             let (planes, values) = (plane_map.elements(g), value_map.elements(g));
             let room = values.start..values.start + padded_len(&work.values, g) as usize;
             assert!(room.len() >= entries::frames_bound(planes.len()), "room for a chunk of the group");
-            let due = &mut self.due.words_mut()[planes];
-            due.fill(0);
+            let (live, block_words) = (&self.live, self.live.block_words());
+            let due = &mut self.due.words_mut()[planes.clone()];
+            // Steps read `due` in the live placements only, so only those
+            // are cleared (clearing whole segments took about a sixth of
+            // the storing and reading thread's CPU samples at 4v4's
+            // depths 45-53, docs/BENCHMARKS.md, session 35). The others
+            // keep what the buffer held, and may get entries of layouts
+            // decided by now.
+            for run in live_runs(live, planes.start, due.len() / block_words) {
+                due[run.start * block_words..run.end * block_words].fill(0);
+            }
             let chunk = &mut self.values.bytes_mut()[room];
             io.bytes_read += schedule.for_each_due((g, depth_plies), chunk, &mut self.unpacker, |n, states| {
                 // At most one entry per layout and depth.
-                debug_assert_eq!(due[n], 0);
+                debug_assert!(due[n] == 0 || !live.get(planes.start + n - n % block_words));
                 due[n] = states;
             })?;
         }
@@ -608,6 +619,20 @@ pub(super) struct LandingFill<'a> {
 /// groups read from disk, and the blocks of hole groups that sparse
 /// records are laid over). Blocks whose flag is clear are not laid.
 pub(super) type SliceBuffer<'a> = (&'a mut AlignedBuf, &'a mut PlacementFlags);
+
+/// The runs of consecutive placements `k` in `0..placements` whose block,
+/// starting at element `origin + k * block_words`, `live` flags as set.
+fn live_runs(live: &PlacementFlags, origin: usize, placements: usize) -> impl Iterator<Item = Range<usize>> + '_ {
+    let mut set = live.set_blocks(origin, placements).peekable();
+    std::iter::from_fn(move || {
+        let start = set.next()?;
+        let mut end = start + 1;
+        while set.next_if_eq(&end).is_some() {
+            end += 1;
+        }
+        Some(start..end)
+    })
+}
 
 /// Reads a planned job: its reads, then its landing slice from the log if
 /// it has one there.
