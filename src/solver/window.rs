@@ -936,6 +936,26 @@ mod tests {
     use crate::solver::disk::LaneFile;
     use std::os::unix::fs::FileExt;
 
+    /// Runs of live placements are the placements whose flags are set,
+    /// consecutive ones together, and only the group's own.
+    #[test]
+    fn live_runs_join_consecutive_live_placements() {
+        let block_words = 12;
+        let mut live = PlacementFlags::all_clear(3 * 1024, block_words);
+        // A group of whole placements in the second segment.
+        let placements = 1024 / block_words;
+        let mut marker = live.marker(1024);
+        for k in [0, 1, 2, 5, 7, 8, placements - 1] {
+            marker.mark(k * block_words + 3);
+        }
+        let runs: Vec<Range<usize>> = live_runs(&live, 1024, placements).collect();
+        assert_eq!(runs, vec![0..3, 5..6, 7..9, placements - 1..placements]);
+        assert_eq!(live_runs(&live, 0, placements).count(), 0, "the first segment has none");
+        assert_eq!(live_runs(&live, 2048, placements).count(), 0, "the third segment has none");
+        let all = PlacementFlags::all_set(3 * 1024, block_words);
+        assert_eq!(live_runs(&all, 1024, placements).collect::<Vec<_>>(), vec![0..placements]);
+    }
+
     /// Batches cover the groups in order, each fits the window, there are
     /// as few as greedy packing makes (or one more), and no batch is much
     /// smaller than the others, where greedy packing leaves a small last
