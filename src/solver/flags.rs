@@ -213,6 +213,19 @@ impl PlacementFlags {
         })
     }
 
+    /// [`PlacementFlags::set_blocks`] as runs of consecutive `k`.
+    pub fn set_runs(&self, origin: usize, blocks: usize) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+        let mut set = self.set_blocks(origin, blocks).peekable();
+        std::iter::from_fn(move || {
+            let start = set.next()?;
+            let mut end = start + 1;
+            while set.next_if_eq(&end).is_some() {
+                end += 1;
+            }
+            Some(start..end)
+        })
+    }
+
     /// Clears the flags of the blocks starting in `elements`, a range
     /// whose ends are lane segment boundaries. Those are 1024 elements
     /// apart, and 1024 >> floor(log2(p * q)) is a multiple of 64 for up to
@@ -360,6 +373,26 @@ impl Drop for FlagWriter<'_> {
 mod tests {
     use super::*;
     use crate::index::Layout;
+
+    /// Runs of set blocks are the blocks whose flags are set, consecutive
+    /// ones together, and only those of the range asked for.
+    #[test]
+    fn set_runs_join_consecutive_set_blocks() {
+        let block_words = 12;
+        let mut live = PlacementFlags::all_clear(3 * 1024, block_words);
+        // A group of whole placements in the second segment.
+        let placements = 1024 / block_words;
+        let mut marker = live.marker(1024);
+        for k in [0, 1, 2, 5, 7, 8, placements - 1] {
+            marker.mark(k * block_words + 3);
+        }
+        let runs: Vec<std::ops::Range<usize>> = live.set_runs(1024, placements).collect();
+        assert_eq!(runs, vec![0..3, 5..6, 7..9, placements - 1..placements]);
+        assert_eq!(live.set_runs(0, placements).count(), 0, "the first segment has none");
+        assert_eq!(live.set_runs(2048, placements).count(), 0, "the third segment has none");
+        let all = PlacementFlags::all_set(3 * 1024, block_words);
+        assert_eq!(all.set_runs(1024, placements).collect::<Vec<_>>(), vec![0..placements]);
+    }
 
     /// Flags start set; writers over units of blocks give each block the
     /// flag written last for it and touch no other block's, across word

@@ -521,7 +521,7 @@ impl OwnBuffers {
             // depths 45-53, docs/BENCHMARKS.md, session 35). The others
             // keep what the buffer held, and may get entries of layouts
             // decided by now.
-            for run in live_runs(live, planes.start, due.len() / block_words) {
+            for run in live.set_runs(planes.start, due.len() / block_words) {
                 due[run.start * block_words..run.end * block_words].fill(0);
             }
             let chunk = &mut self.values.bytes_mut()[room];
@@ -619,20 +619,6 @@ pub(super) struct LandingFill<'a> {
 /// groups read from disk, and the blocks of hole groups that sparse
 /// records are laid over). Blocks whose flag is clear are not laid.
 pub(super) type SliceBuffer<'a> = (&'a mut AlignedBuf, &'a mut PlacementFlags);
-
-/// The runs of consecutive placements `k` in `0..placements` whose block,
-/// starting at element `origin + k * block_words`, `live` flags as set.
-fn live_runs(live: &PlacementFlags, origin: usize, placements: usize) -> impl Iterator<Item = Range<usize>> + '_ {
-    let mut set = live.set_blocks(origin, placements).peekable();
-    std::iter::from_fn(move || {
-        let start = set.next()?;
-        let mut end = start + 1;
-        while set.next_if_eq(&end).is_some() {
-            end += 1;
-        }
-        Some(start..end)
-    })
-}
 
 /// Reads a planned job: its reads, then its landing slice from the log if
 /// it has one there.
@@ -935,26 +921,6 @@ mod tests {
     use crate::blockio::IoChoice;
     use crate::solver::disk::LaneFile;
     use std::os::unix::fs::FileExt;
-
-    /// Runs of live placements are the placements whose flags are set,
-    /// consecutive ones together, and only the group's own.
-    #[test]
-    fn live_runs_join_consecutive_live_placements() {
-        let block_words = 12;
-        let mut live = PlacementFlags::all_clear(3 * 1024, block_words);
-        // A group of whole placements in the second segment.
-        let placements = 1024 / block_words;
-        let mut marker = live.marker(1024);
-        for k in [0, 1, 2, 5, 7, 8, placements - 1] {
-            marker.mark(k * block_words + 3);
-        }
-        let runs: Vec<Range<usize>> = live_runs(&live, 1024, placements).collect();
-        assert_eq!(runs, vec![0..3, 5..6, 7..9, placements - 1..placements]);
-        assert_eq!(live_runs(&live, 0, placements).count(), 0, "the first segment has none");
-        assert_eq!(live_runs(&live, 2048, placements).count(), 0, "the third segment has none");
-        let all = PlacementFlags::all_set(3 * 1024, block_words);
-        assert_eq!(live_runs(&all, 1024, placements).collect::<Vec<_>>(), vec![0..placements]);
-    }
 
     /// Batches cover the groups in order, each fits the window, there are
     /// as few as greedy packing makes (or one more), and no batch is much
