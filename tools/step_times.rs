@@ -1,4 +1,6 @@
-//! Prints the wall time of every solver step, for finding where time goes.
+//! Prints the wall time of every solver step, and for each material the
+//! time since the event before its start (allocating its lanes and keeping
+//! its move lists), for finding where time goes.
 //! Usage: cargo run --release --example step_times -- MEN
 use onitb::rules::{CardSet, NoMoveRule, Rules};
 use onitb::solver::{self, Progress};
@@ -15,7 +17,7 @@ fn main() {
         *last = Instant::now();
         match p {
             Progress::MaterialStarted { materials, layouts, .. } => {
-                println!("{} {}: {layouts} layouts", materials[0], materials[1])
+                println!("{} {}: {layouts} layouts, {ms:.1} ms after the last event", materials[0], materials[1])
             }
             Progress::Step { depth_plies, decided, groups_visited, groups, .. } => {
                 println!(
