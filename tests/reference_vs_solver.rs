@@ -1,7 +1,8 @@
 //! The crate's fast solver against the plain reference solver in
 //! `tests/reference`, position by position, on small closed sets of
 //! materials (at most 3 men in all, and all 2-men positions), for several
-//! card sets and both no-move rules.
+//! card sets and both no-move rules; an ignored test sweeps more card sets,
+//! at 3 or 4 men (`scripts/check-card-sets.sh`).
 //!
 //! Note: with the base cards no side can ever be without a move unless it
 //! has five pieces, so on these small sets the two no-move rules give the
@@ -123,18 +124,29 @@ fn compare(label: &str, reference: &RefTable, rules: &Rules, table: &onitb::Tabl
 /// Reference (<= 3 men) against `Table::generate(rules, 2)` on those
 /// positions and `Table::generate(rules, 1)` on the 2-men ones.
 fn check_set(reference_rules: RefRules, rules: Rules) {
+    check_set_up_to(reference_rules, rules, 3);
+}
+
+/// Positions with at most 3 and 4 men, 2 per side (game-over ones left
+/// out): the 4-men count and the 2v1 + 1v2 + 2-men part of it.
+const STATES_UP_TO: [(usize, usize); 2] = [(3, 779_730), (4, 9_174_270)];
+
+/// [`check_set`] with the reference solving every position of at most
+/// `max_men` (3 or 4) men, 2 per side.
+fn check_set_up_to(reference_rules: RefRules, rules: Rules, max_men: usize) {
     let label = format!("{} / {:?}", rules.cards, rules.no_move);
+    let states = STATES_UP_TO.iter().find(|&&(men, _)| men == max_men).expect("3 or 4 men").1;
     let start = Instant::now();
-    let reference = RefTable::solve(reference_rules, 2, 3);
+    let reference = RefTable::solve(reference_rules, 2, max_men);
     let reference_time = start.elapsed();
     let counts = reference.counts();
-    assert_eq!(counts.states, 779_730, "{label}: reference state count");
+    assert_eq!(counts.states, states, "{label}: reference state count");
 
     let start = Instant::now();
     let two = onitb::Table::generate(&rules, 2).expect("2-per-side table");
     let fast_time = start.elapsed();
-    let compared = compare(&format!("{label}, table 2 per side"), &reference, &rules, &two, 3);
-    assert_eq!(compared, 779_730);
+    let compared = compare(&format!("{label}, table 2 per side"), &reference, &rules, &two, max_men);
+    assert_eq!(compared, states);
     drop(two);
 
     let one = onitb::Table::generate(&rules, 1).expect("1-per-side table");
@@ -169,9 +181,13 @@ fn assert_game_over_has_no_value(label: &str, reference: &RefRules, rules: &Rule
 }
 
 fn check_both_rules(names: [&str; 5]) {
+    check_both_rules_up_to(names, 3);
+}
+
+fn check_both_rules_up_to(names: [&str; 5], max_men: usize) {
     for rule in [NoMove::Pass, NoMove::Loss] {
         let (reference, rules) = base_rules(names, rule);
-        check_set(reference, rules);
+        check_set_up_to(reference, rules, max_men);
     }
 }
 
@@ -259,5 +275,45 @@ fn solver_matches_reference_forward_only_cards() {
     for rule in [NoMove::Pass, NoMove::Loss] {
         let (reference, rules) = forward_rules(rule);
         check_set(reference, rules);
+    }
+}
+
+/// A sweep of card sets: the made-up forward cards, then `count` of the
+/// 4368 sets of the base cards (in lexicographic order), evenly spaced from
+/// `offset`. Not run by `cargo test` (in release, about 2.5 s a set, both
+/// rules, at 3 men and 50 s at 4): `scripts/check-card-sets.sh` runs it, with
+/// `ONITB_SWEEP_SETS` (default 20), `ONITB_SWEEP_MEN` (3 or 4, default 3)
+/// and `ONITB_SWEEP_OFFSET` (default 0).
+#[test]
+#[ignore]
+fn solver_matches_reference_on_a_sweep_of_card_sets() {
+    let env = |name: &str, default: usize| {
+        std::env::var(name).map_or(default, |v| v.parse().unwrap_or_else(|_| panic!("{name}={v} is not a number")))
+    };
+    let (count, max_men, offset) =
+        (env("ONITB_SWEEP_SETS", 20), env("ONITB_SWEEP_MEN", 3), env("ONITB_SWEEP_OFFSET", 0));
+    let names: Vec<&str> = onitb::rules::BASE_CARDS.iter().map(|card| card.name).collect();
+    let mut sets = Vec::new();
+    for a in 0..16 {
+        for b in a + 1..16 {
+            for c in b + 1..16 {
+                for d in c + 1..16 {
+                    for e in d + 1..16 {
+                        sets.push([names[a], names[b], names[c], names[d], names[e]]);
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(sets.len(), 4368);
+    let count = count.clamp(1, sets.len());
+    // The made-up forward cards too: sides get stuck, so both rules differ.
+    for rule in [NoMove::Pass, NoMove::Loss] {
+        let (reference, rules) = forward_rules(rule);
+        check_set_up_to(reference, rules, max_men);
+    }
+    for k in 0..count {
+        let set = sets[(offset + k * sets.len() / count) % sets.len()];
+        check_both_rules_up_to(set, max_men);
     }
 }
