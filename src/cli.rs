@@ -454,6 +454,7 @@ fn generate(args: GenerateArgs) -> Result<()> {
         force_streamed: false,
         io,
         checkpoint_every: Duration::from_secs(args.checkpoint_every),
+        ..SolveConfig::default()
     };
     let solved =
         solver::solve_with(&rules, max_per_side, &config, &|p| reporter.progress(p)).context("solving failed")?;

@@ -308,6 +308,21 @@ impl Group {
 }
 
 impl Group {
+    /// The number of the placement with these boards (which must have the
+    /// group's row counts): [`Group::placement`]'s inverse.
+    #[inline]
+    pub(crate) fn placement_number(&self, mover: u32, opponent: u32) -> u64 {
+        let mut placement = 0u64;
+        for row in 0..ROWS {
+            debug_assert_eq!((mover >> (5 * row) & 31).count_ones(), self.mover_counts[row] as u32);
+            debug_assert_eq!((opponent >> (5 * row) & 31).count_ones(), self.opponent_counts[row] as u32);
+            let (m, o) = ((mover >> (5 * row)) & 31, (opponent >> (5 * row)) & 31);
+            placement += ROW_DIGIT[m as usize][o as usize] as u64 * self.row_weights[row];
+        }
+        debug_assert_eq!(self.placement(placement), (mover, opponent));
+        placement
+    }
+
     /// The (mover, opponent) boards of placements `start..end`, in order.
     pub(crate) fn placements(&self, start: u64, end: u64) -> impl Iterator<Item = (u32, u32)> + '_ {
         let mut odometer = self.odometer(start.min(end));

@@ -33,6 +33,7 @@ fn streamed_at_minimum(rules: &Rules, per_side: usize, io: IoChoice, times: f64)
         // Checkpoints after every step: their slot switching must not
         // change a bit.
         checkpoint_every: Duration::ZERO,
+        ..SolveConfig::default()
     };
     let minimum = match solver::solve_with(rules, per_side, &config, &|_| {}) {
         Err(SolveError::BudgetTooSmall { minimum_bytes, .. }) => minimum_bytes,
@@ -96,6 +97,7 @@ fn the_announced_plan_is_what_the_solver_does() {
         force_streamed: false,
         io: IoChoice::Auto,
         checkpoint_every: Duration::from_secs(60),
+        ..SolveConfig::default()
     };
     let events = Mutex::new(Vec::new());
     let solved = solver::solve_with(&rules(NoMoveRule::Pass), 2, &config, &|p| events.lock().unwrap().push(p)).unwrap();
@@ -149,6 +151,7 @@ fn the_first_win_step_visits_only_groups_that_can_win_in_it() {
             force_streamed,
             io: IoChoice::Auto,
             checkpoint_every: Duration::from_secs(60),
+            ..SolveConfig::default()
         };
         let events = Mutex::new(Vec::new());
         solver::solve_with(&rules(NoMoveRule::Pass), 2, &config, &|p| events.lock().unwrap().push(p)).unwrap();
@@ -182,6 +185,7 @@ fn values_take_no_raw_disk_and_finished_materials_are_packed() {
         force_streamed: true,
         io: IoChoice::Auto,
         checkpoint_every: Duration::ZERO,
+        ..SolveConfig::default()
     };
     let in_progress = Mutex::new(Vec::new());
     let steps_seen = Mutex::new(0u32);

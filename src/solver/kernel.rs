@@ -10,6 +10,7 @@
 use super::capture_values::CaptureValues;
 use super::flags::{PlacementFlags, SideFlags};
 use super::lanes::NO_EVENT;
+use super::mirror::{self, Mirror};
 use super::move_lists::MoveLists;
 use crate::index::{Group, Layout, MaterialIndex, TurnedRows};
 use crate::rules::{
@@ -48,6 +49,9 @@ pub struct MoveTable {
     /// By bit set of card slots: the successor-state bits of a move with
     /// one of them ([`group_mask`]).
     successor_states: [u32; 1 << CARDS_PER_GAME],
+    /// The card set's mirror, if it is mirror-closed (and resident steps
+    /// are to use it).
+    pub mirror: Option<Mirror>,
 }
 
 /// The cards that move a piece from one square to another.
@@ -86,6 +90,7 @@ impl MoveTable {
             cards: CardTables::new(),
             capture_values: CaptureValues::new(),
             successor_states,
+            mirror: Mirror::of(&rules.cards),
         }
     }
 
@@ -625,6 +630,10 @@ pub(super) struct StepInput<'a> {
     /// [`PlacementFlags`] of `fresh`, to clear with a placement's `fresh`
     /// words and set when a loss is written.
     pub own_fresh: Option<&'a PlacementFlags>,
+    /// Resident steps of a mirror-closed card set: solve one placement of
+    /// each mirror pair and write the other's words from it (units are
+    /// then whole groups, which hold both).
+    pub mirror: Option<&'a Mirror>,
 }
 
 /// Most quiet moves of one placement: 5 pieces, 20 offsets each.
@@ -797,6 +806,61 @@ impl Placement {
             opponent_master: self.opponent_squares[b],
         }
     }
+}
+
+/// What a mirroring step does with a placement ([`StepInput::mirror`]).
+enum Mirrored {
+    /// Solves it, and nothing else: the step does not mirror, or the
+    /// placement is its own image.
+    Own,
+    /// Solves it and writes its image's words.
+    Writes(Image),
+    /// Nothing: it is the image of a placement solved before it in the
+    /// unit, which wrote its words.
+    Skipped,
+}
+
+/// A placement's mirror image, as the placement solved for it sees it.
+/// Small, so that moving it costs nothing: the layouts are found when a
+/// state is decided, not before.
+#[derive(Clone, Copy)]
+struct Image {
+    /// Its first layout, counted from the unit's first.
+    first: usize,
+    mover: u32,
+    opponent: u32,
+}
+
+impl Image {
+    /// The mirror image of layout `j` of `place` (`a * q + b`: the
+    /// masters' ordinals): its number counted from the unit's first, and
+    /// the layout.
+    #[inline(always)]
+    fn layout(&self, place: &Placement, j: usize, q: usize) -> (usize, Layout) {
+        let ordinal = |board: u32, square: u8| (board & ((1u32 << square) - 1)).count_ones() as usize;
+        let mover_master = mirror::square(place.mover_squares[j / q]);
+        let opponent_master = mirror::square(place.opponent_squares[j % q]);
+        let n = self.first + ordinal(self.mover, mover_master) * q + ordinal(self.opponent, opponent_master);
+        (n, Layout { mover: self.mover, opponent: self.opponent, mover_master, opponent_master })
+    }
+}
+
+/// What a step with `input` does with placement `i` of `unit` (see
+/// [`Mirrored`]). Solved is the one of each pair that comes first.
+#[inline(always)]
+fn mirrored(input: &StepInput, unit: &Unit, i: usize, place: &Placement) -> Mirrored {
+    if input.mirror.is_none() {
+        return Mirrored::Own;
+    }
+    let Some((k, mover, opponent)) = mirror::image_number(unit.group, place.mover, place.opponent) else {
+        return Mirrored::Own;
+    };
+    let (p, q) = (unit.p, unit.q);
+    debug_assert!(unit.start == 0 && unit.end * (p * q) as u64 == unit.group.layouts, "a whole group");
+    if (k as usize) < i {
+        return Mirrored::Skipped;
+    }
+    Mirrored::Writes(Image { first: k as usize * p * q, mover, opponent })
 }
 
 /// The quiet board moves of one placement (captures are left out: they win
@@ -1029,6 +1093,14 @@ fn prefetch<T>(block: &[T]) {
     };
 }
 
+/// Asks for the lines of `count` words of `lane` from `first` on (a
+/// placement's: at most 25 words, so its first and last lines).
+#[inline(always)]
+fn prefetch_words(lane: &[u32], first: usize, count: usize) {
+    prefetch(&lane[first..]);
+    prefetch(&lane[first + count - 1..]);
+}
+
 /// The landing word of layout `n` of a landing group's `segment` (read
 /// by a pass, whose successor is found by ranking, not listed), or
 /// `neutral` where the landing lane's block flags ([`StepInput::landing_blocks`])
@@ -1145,11 +1217,20 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
     for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent| {
         let first = i * p * q;
         debug_assert!(is_live(own.live, own.lane_start + first));
+        let place = Placement::new(mover, opponent);
+        let image = match mirrored(input, &unit, i, &place) {
+            Mirrored::Skipped => return,
+            Mirrored::Writes(image) => Some(image),
+            Mirrored::Own => None,
+        };
         let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
         if own.capture_due {
             own.values.prefetch_due(first, p * q, depth);
         }
-        let place = Placement::new(mover, opponent);
+        if let Some(image) = &image {
+            // Written when the placement wins something, after its fold.
+            prefetch_words(own.won, image.first, p * q);
+        }
         let look = looked_at(input, &place);
         let needed = (0..p * q).any(|j| undecided[j] != 0 && look >> (j % q) & 1 != 0);
         let listing = listing(input, first_placement + i, needed);
@@ -1187,6 +1268,16 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
                 decided(input, &mut report, &layout, wins);
             }
             report.undecided += (undecided & !wins).count_ones() as u64;
+            if let (Some(image), Some(mirror)) = (&image, input.mirror) {
+                let (n, layout) = image.layout(&place, j, q);
+                if wins != 0 {
+                    let wins = mirror.states(wins);
+                    own.won[n] |= wins;
+                    own.values.decide(n, wins, win_byte);
+                    decided(input, &mut report, &layout, wins);
+                }
+                report.undecided += (undecided & !wins).count_ones() as u64;
+            }
         }
     });
     report
@@ -1261,14 +1352,42 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         // Only live placements: the words of the others are not their own
         // (and not logged: they decide nothing).
         debug_assert!(is_live(own.live, own.lane_start + first));
+        // The placement's flag, found as the mirror's win steps find their
+        // landing blocks': by its first word's lane element.
+        let flag = own.lane_start + first;
+        let place = Placement::new(mover, opponent);
+        let image = match mirrored(input, &unit, i, &place) {
+            Mirrored::Skipped => {
+                // Its words are this step's already (cleared and written
+                // by the placement solved for it); only its flag is left.
+                if let Some(flags) = own_flags.as_mut() {
+                    flags.clear(flag);
+                    if own.fresh[first..first + p * q].iter().any(|&word| word != 0) {
+                        flags.set(flag);
+                    }
+                }
+                return;
+            }
+            Mirrored::Writes(image) => Some(image),
+            Mirrored::Own => None,
+        };
         let fresh = &mut own.fresh[first..first + p * q];
         if fresh.iter().any(|&word| word != 0) {
             fresh.fill(0);
             report.modified = true;
         }
-        // The placement's flag, found as the mirror's win steps find their
-        // landing blocks': by its first word's lane element.
-        let flag = own.lane_start + first;
+        if let Some(image) = &image {
+            // Written when the placement decides something, after its fold:
+            // ask for them now (the image lies elsewhere in the group).
+            prefetch_words(own.lost, image.first, p * q);
+            // Its flag, as the last loss step left it (the unit writes it
+            // later in this one), says whether there is anything to clear:
+            // the image lies elsewhere in the group, a cache miss to read.
+            let image_flag = own.lane_start + image.first;
+            if input.own_fresh.is_none_or(|flags| flags.get(image_flag)) {
+                own.fresh[image.first..image.first + p * q].fill(0);
+            }
+        }
         if let Some(flags) = own_flags.as_mut() {
             flags.clear(flag);
         }
@@ -1276,7 +1395,6 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         if own.capture_due {
             own.values.prefetch_due(first, p * q, depth);
         }
-        let place = Placement::new(mover, opponent);
         let look = looked_at(input, &place);
         let needed = (0..p * q).any(|j| undecided[j] != 0 && look >> (j % q) & 1 != 0);
         let listing = listing(input, first_placement + i, needed);
@@ -1337,6 +1455,20 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
                 decided(input, &mut report, &layout, losses);
             }
             report.undecided += (undecided & !losses).count_ones() as u64;
+            // The image's `held` and `capture` words are left as they
+            // were: only the placement's own step reads them, and the
+            // image is never solved.
+            if let (Some(image), Some(mirror)) = (&image, input.mirror) {
+                let (n, layout) = image.layout(&place, j, q);
+                if losses != 0 {
+                    let losses = mirror.states(losses);
+                    own.lost[n] |= losses;
+                    own.fresh[n] = losses;
+                    own.values.decide(n, losses, loss_byte);
+                    decided(input, &mut report, &layout, losses);
+                }
+                report.undecided += (undecided & !losses).count_ones() as u64;
+            }
         }
     });
     report

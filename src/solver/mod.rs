@@ -39,6 +39,7 @@ mod entries;
 mod flags;
 mod kernel;
 pub mod lanes;
+mod mirror;
 mod move_lists;
 mod packed_values;
 mod schedule;
@@ -179,6 +180,10 @@ pub struct SolveConfig {
     /// Least time between checkpoints of a streamed pair (zero: after every
     /// step). Each costs a sync of the pair's work files.
     pub checkpoint_every: Duration,
+    /// Resident pairs of a mirror-closed card set solve one placement of
+    /// each mirror pair (`mirror`); false solves every placement (tests
+    /// compare the two). The tables are the same.
+    pub mirror: bool,
 }
 
 /// A minute: a `kill -9` loses at most about that much work, and the syncs
@@ -194,6 +199,7 @@ impl Default for SolveConfig {
             force_streamed: false,
             io: IoChoice::default(),
             checkpoint_every: CHECKPOINT_EVERY_DEFAULT,
+            mirror: true,
         }
     }
 }
@@ -517,6 +523,12 @@ fn units_of(index: &MaterialIndex, groups: &[usize]) -> Vec<UnitSpec> {
         }
     }
     units
+}
+
+/// Units of work that are the given groups, whole.
+fn whole_groups(index: &MaterialIndex, groups: &[usize]) -> Vec<UnitSpec> {
+    let per_placement = (index.material.mover as u64) * (index.material.opponent as u64);
+    groups.iter().map(|&g| (g, 0, index.groups()[g].layouts / per_placement)).collect()
 }
 
 /// Element range of a unit within a region (`per_layout` elements per layout).
@@ -974,7 +986,10 @@ fn step(
         None => {
             let all: Vec<usize> = (0..this.index.groups().len()).collect();
             let visit = groups_to_visit(this, other.unwrap_or(this), depth, &all);
-            let units = units_of(&this.index, &visit);
+            // A mirroring step writes a placement's image, which lies in
+            // the same group (the mirror keeps every row's counts).
+            let units =
+                if moves.mirror.is_some() { whole_groups(&this.index, &visit) } else { units_of(&this.index, &visit) };
             let win_step = depth % 2 == 1;
             let Work { index, planes, values, storage, sides, groups, kept, fresh_placements, .. } = &mut *this;
             let fresh_placements = &*fresh_placements;
@@ -996,6 +1011,7 @@ fn step(
                 landing_lane: &[],
                 landing_blocks: landing_fresh.filter(|_| kept.is_some() && win_step),
                 own_fresh: fresh_placements.as_ref().filter(|_| kept.is_some() && !win_step),
+                mirror: moves.mirror.as_ref(),
             };
             let target_map = other.map(|o| plane_span(&o.planes));
             let landing_in = other.zip(target_map.as_ref()).map(|(o, map)| {
@@ -1046,6 +1062,8 @@ fn step(
                 landing_lane: &[],
                 landing_blocks: None,
                 own_fresh: None,
+                // Streamed steps solve every placement.
+                mirror: None,
             };
             // The step's jobs: batches of groups to visit, each with its
             // landing slice (a range of the mirror's groups).
@@ -1768,7 +1786,10 @@ pub fn solve_with(
     if !(1..=MAX_PIECES_PER_SIDE).contains(&max_per_side) {
         return Err(SolveError::Size(max_per_side));
     }
-    let moves = MoveTable::new(rules);
+    let mut moves = MoveTable::new(rules);
+    if !config.mirror {
+        moves.mirror = None;
+    }
     let io_block = io_block_bytes(config.budget_bytes);
     if let (Some(budget), Some(_)) = (config.budget_bytes, &config.work_dir) {
         let minimum = minimum_budget(max_per_side, io_block);

@@ -14,6 +14,7 @@
 use super::kernel::{self, KeptMove, KeptMoves, Landing, MoveTable};
 use super::lanes::LaneLayout;
 use super::lanes::carve_mut;
+use super::mirror;
 use crate::index::{Group, MaterialIndex};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -41,15 +42,19 @@ pub(super) struct CountedMoves {
 
 impl CountedMoves {
     /// Counts every placement's quiet moves, or None if they are too many
-    /// for 32-bit positions (no table up to 8 men comes near).
+    /// for 32-bit positions (no table up to 8 men comes near). With
+    /// `moves.mirror`, placements that mirroring steps do not solve (the
+    /// images of earlier ones, `mirror::is_image`) keep no moves.
     pub fn new(moves: &MoveTable, index: &MaterialIndex) -> Option<CountedMoves> {
         let group_first = group_first(index);
         let total = *group_first.last().expect("one entry per group and the end");
         let mut first = vec![0u32; total + 1];
         let groups = index.groups();
         carve_mut(&mut first[..total], parts(&group_first)).into_par_iter().zip(groups).for_each(|(counts, group)| {
-            for (count, (m, o)) in counts.iter_mut().zip(group.placements(0, placements(index, group))) {
-                *count = kernel::count_quiet_moves(moves, m, o) as u32;
+            for (i, (count, (m, o))) in counts.iter_mut().zip(group.placements(0, placements(index, group))).enumerate()
+            {
+                *count =
+                    if kept_for(moves, group, i, m, o) { kernel::count_quiet_moves(moves, m, o) as u32 } else { 0 };
             }
         });
         let mut at = 0u32;
@@ -94,7 +99,11 @@ impl MoveLists {
             let segment_starts = kernel::landing_group_numbers(group, target, false, 0x1f)
                 .map(|g| g.map_or(0, |g| (target_planes.segment(g).start / 4) as usize));
             let mut n = 0;
-            for (cards, (m, o)) in cards.iter_mut().zip(group.placements(0, placements(index, group))) {
+            for (i, (cards, (m, o))) in cards.iter_mut().zip(group.placements(0, placements(index, group))).enumerate()
+            {
+                if !kept_for(moves, group, i, m, o) {
+                    continue;
+                }
                 *cards = kernel::for_each_quiet_move(moves, &landing, m, o, |listed, _| {
                     out[n] = moves.kept_move(&listed, segment_starts[listed.landing_slot as usize]);
                     n += 1;
@@ -112,6 +121,13 @@ impl MoveLists {
         let moves = &self.moves[self.first[placement] as usize..self.first[placement + 1] as usize];
         KeptMoves { moves, cards_with_moves: self.cards_with_moves[placement] }
     }
+}
+
+/// Does placement `i` of `group` (with boards `m`, `o`) keep its moves?
+/// All do, but with a mirror the images that steps do not solve.
+#[inline]
+fn kept_for(moves: &MoveTable, group: &Group, i: usize, m: u32, o: u32) -> bool {
+    moves.mirror.is_none() || !mirror::is_image(group, i as u64, m, o)
 }
 
 /// Can [`KeptMove::offset`] number every element of a landing material's
@@ -155,7 +171,10 @@ mod tests {
         for cards in
             [CardSet::default_set(), CardSet::from_names(&["tiger", "dragon", "frog", "rabbit", "crab"]).unwrap()]
         {
-            let moves = MoveTable::new(&Rules { cards, no_move: NoMoveRule::Pass });
+            let mut moves = MoveTable::new(&Rules { cards, no_move: NoMoveRule::Pass });
+            // Every placement's moves (a mirror keeps none for images: the
+            // test below).
+            moves.mirror = None;
             let (index, target) = (MaterialIndex::new(Material::new(2, 3)), MaterialIndex::new(Material::new(3, 2)));
             let counted = CountedMoves::new(&moves, &index).unwrap();
             let bytes = counted.list_bytes();
@@ -210,5 +229,37 @@ mod tests {
             }
             assert!(checked > 100_000, "checked {checked}");
         }
+    }
+
+    /// With a mirror, the placements that steps solve keep the lists they
+    /// keep without one, and the images of earlier placements none.
+    #[test]
+    fn a_mirror_keeps_no_moves_for_images() {
+        let mirrored = MoveTable::new(&Rules { cards: CardSet::default_set(), no_move: NoMoveRule::Pass });
+        assert!(mirrored.mirror.is_some(), "the default set is mirror-closed");
+        let mut every = MoveTable::new(&Rules { cards: CardSet::default_set(), no_move: NoMoveRule::Pass });
+        every.mirror = None;
+        let (index, target) = (MaterialIndex::new(Material::new(2, 3)), MaterialIndex::new(Material::new(3, 2)));
+        let target_planes = LaneLayout::new(&target, 4);
+        let lists = |moves: &MoveTable| {
+            MoveLists::new(moves, &index, (&target, &target_planes), CountedMoves::new(moves, &index).unwrap())
+        };
+        let (half, all) = (lists(&mirrored), lists(&every));
+        let (mut images, mut solved) = (0, 0);
+        for group in index.groups() {
+            let first = (group.first_layout / per_placement(&index)) as usize;
+            for (i, (mover, opponent)) in group.placements(0, placements(&index, group)).enumerate() {
+                let (kept, listed) = (half.placement(first + i), all.placement(first + i));
+                if mirror::is_image(group, i as u64, mover, opponent) {
+                    assert!(kept.moves.is_empty() && kept.cards_with_moves == 0);
+                    images += 1;
+                } else {
+                    assert_eq!(kept.moves, listed.moves);
+                    assert_eq!(kept.cards_with_moves, listed.cards_with_moves);
+                    solved += 1;
+                }
+            }
+        }
+        assert!(images > 0 && solved > images, "{images} images, {solved} solved");
     }
 }
