@@ -176,6 +176,19 @@ impl PlacementFlags {
         word.load(Ordering::Relaxed) & bit != 0
     }
 
+    /// Sets or clears the flag of the block starting at lane element
+    /// `element` (a mirroring loss step's image: no [`FlagWriter`] walks
+    /// it, and the one of its unit leaves it alone).
+    #[inline]
+    pub fn put(&self, element: usize, set: bool) {
+        let (word, bit) = self.bit(element);
+        if set {
+            word.fetch_or(bit, Ordering::Relaxed);
+        } else {
+            word.fetch_and(!bit, Ordering::Relaxed);
+        }
+    }
+
     /// The first `k` in `from..blocks` whose block, starting at lane
     /// element `origin + k * block_words`, has its flag set: a word of
     /// clear flags is passed over at once, so a step walks the live
@@ -345,9 +358,12 @@ impl FlagWriter<'_> {
         let span = 64usize << self.flags.shift;
         let (first, end) = (self.word * span, (self.word + 1) * span);
         if self.elements.start <= first && end <= self.elements.end {
-            // No other unit has a block starting in this word; its flag
-            // numbers no block uses are never read.
-            word.store(self.set, Ordering::Relaxed);
+            // No other unit has a block starting in this word, so no other
+            // thread writes it; the flags this writer did not touch (a
+            // mirroring step's images, kept with `PlacementFlags::put`)
+            // stay as they are.
+            let now = word.load(Ordering::Relaxed);
+            word.store((now & !self.touched) | self.set, Ordering::Relaxed);
         } else {
             // Only this writer changes its bits, so the load tells which
             // of them need changing.

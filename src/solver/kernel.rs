@@ -1357,17 +1357,8 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         let flag = own.lane_start + first;
         let place = Placement::new(mover, opponent);
         let image = match mirrored(input, &unit, i, &place) {
-            Mirrored::Skipped => {
-                // Its words are this step's already (cleared and written
-                // by the placement solved for it); only its flag is left.
-                if let Some(flags) = own_flags.as_mut() {
-                    flags.clear(flag);
-                    if own.fresh[first..first + p * q].iter().any(|&word| word != 0) {
-                        flags.set(flag);
-                    }
-                }
-                return;
-            }
+            // Its words and fresh flag are the placement's solved for it.
+            Mirrored::Skipped => return,
             Mirrored::Writes(image) => Some(image),
             Mirrored::Own => None,
         };
@@ -1380,12 +1371,16 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             // Written when the placement decides something, after its fold:
             // ask for them now (the image lies elsewhere in the group).
             prefetch_words(own.lost, image.first, p * q);
-            // Its flag, as the last loss step left it (the unit writes it
-            // later in this one), says whether there is anything to clear:
-            // the image lies elsewhere in the group, a cache miss to read.
+            // Its fresh flag (which the placement solved for it keeps, with
+            // `PlacementFlags::put`: the unit's writer leaves it alone)
+            // says whether there is anything to clear: the image lies
+            // elsewhere in the group, a cache miss to read.
             let image_flag = own.lane_start + image.first;
             if input.own_fresh.is_none_or(|flags| flags.get(image_flag)) {
                 own.fresh[image.first..image.first + p * q].fill(0);
+                if let Some(flags) = input.own_fresh {
+                    flags.put(image_flag, false);
+                }
             }
         }
         if let Some(flags) = own_flags.as_mut() {
@@ -1461,6 +1456,9 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             if let (Some(image), Some(mirror)) = (&image, input.mirror) {
                 let (n, layout) = image.layout(&place, j, q);
                 if losses != 0 {
+                    if let Some(flags) = input.own_fresh {
+                        flags.put(own.lane_start + image.first, true);
+                    }
                     let losses = mirror.states(losses);
                     own.lost[n] |= losses;
                     own.fresh[n] = losses;
