@@ -607,7 +607,7 @@ fn write_error(action: &'static str, path: &Path) -> impl Fn(std::io::Error) -> 
 mod tests {
     use super::*;
     use crate::index::Material;
-    use crate::rules::{CardState, Position, Rules};
+    use crate::rules::{CardState, Rules};
 
     /// The byte the rules give card state `k` of a layout with [`recomputable`]
     /// entry `entry`, or `None` if the state's value is stored.
@@ -640,13 +640,7 @@ mod tests {
             for (i, &fix) in fixed.iter().enumerate() {
                 let at = range.start + i as u64;
                 let layout = index.unrank(at / 30);
-                let position = Position {
-                    mover: layout.mover,
-                    opponent: layout.opponent,
-                    mover_master: layout.mover_master,
-                    opponent_master: layout.opponent_master,
-                    cards: CardState::new((at % 30) as usize),
-                };
+                let position = layout.with_cards(CardState::new((at % 30) as usize));
                 let expected = if position.is_game_over() {
                     Some(NO_VALUE)
                 } else if position.moves(&rules).iter().any(|m| m.outcome == crate::rules::Outcome::Win) {

@@ -23,7 +23,7 @@
 //! ordinal among the mover's pieces in square order) and the opponent's.
 //! Game-over layouts are numbered too (they are holes the solver marks).
 
-use crate::rules::{MAX_PIECES_PER_SIDE, SQUARES};
+use crate::rules::{CardState, MAX_PIECES_PER_SIDE, Position, SQUARES};
 use std::fmt;
 
 /// Rows (and columns) of the board.
@@ -274,6 +274,19 @@ pub struct Layout {
     pub opponent: u32,
     pub mover_master: u8,
     pub opponent_master: u8,
+}
+
+impl Layout {
+    /// The position of this layout with card state `cards`.
+    pub fn with_cards(&self, cards: CardState) -> Position {
+        Position {
+            mover: self.mover,
+            opponent: self.opponent,
+            mover_master: self.mover_master,
+            opponent_master: self.opponent_master,
+            cards,
+        }
+    }
 }
 
 /// One group of a material's index: every layout with given per-row counts.

@@ -312,13 +312,7 @@ fn check_layout(table: &Table, index: &MaterialIndex, values: &[u8], n: u64) -> 
     let rules = table.rules();
     let layout = index.unrank(n);
     let stored = &values[n as usize * CARD_STATES..][..CARD_STATES];
-    let position = |k: usize| Position {
-        mover: layout.mover,
-        opponent: layout.opponent,
-        mover_master: layout.mover_master,
-        opponent_master: layout.opponent_master,
-        cards: CardState::new(k),
-    };
+    let position = |k: usize| layout.with_cards(CardState::new(k));
     let inconsistency = |k: usize, derived: Option<u8>| {
         let setup = Setup { to_move: Colour::Red, position: position(k) };
         Some(Inconsistency {
@@ -352,13 +346,7 @@ fn successors_per_card<'a>(table: &'a Table, rules: &Rules, layout: &Layout) -> 
     // Three deals that between them give the mover every card.
     for (mover, opponent, side) in [([0, 1], [2, 3], 4), ([2, 3], [0, 1], 4), ([4, 0], [1, 2], 3)] {
         let cards = CardState::from_hands(mover, opponent, side).expect("a deal");
-        let position = Position {
-            mover: layout.mover,
-            opponent: layout.opponent,
-            mover_master: layout.mover_master,
-            opponent_master: layout.opponent_master,
-            cards,
-        };
+        let position = layout.with_cards(cards);
         for played in position.moves(rules) {
             if played.is_pass() || done & (1 << played.card_slot) != 0 {
                 continue;

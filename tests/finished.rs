@@ -51,13 +51,7 @@ fn saved() -> Dirs {
 }
 
 fn position(layout: &onitb::index::Layout, k: usize) -> Position {
-    Position {
-        mover: layout.mover,
-        opponent: layout.opponent,
-        mover_master: layout.mover_master,
-        opponent_master: layout.opponent_master,
-        cards: CardState::new(k),
-    }
+    layout.with_cards(CardState::new(k))
 }
 
 #[test]
