@@ -1269,8 +1269,8 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
             }
             report.undecided += (undecided & !wins).count_ones() as u64;
             if let (Some(image), Some(mirror)) = (&image, input.mirror) {
-                let (n, layout) = image.layout(&place, j, q);
                 if wins != 0 {
+                    let (n, layout) = image.layout(&place, j, q);
                     let wins = mirror.states(wins);
                     own.won[n] |= wins;
                     own.values.decide(n, wins, win_byte);
@@ -1454,8 +1454,8 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             // were: only the placement's own step reads them, and the
             // image is never solved.
             if let (Some(image), Some(mirror)) = (&image, input.mirror) {
-                let (n, layout) = image.layout(&place, j, q);
                 if losses != 0 {
+                    let (n, layout) = image.layout(&place, j, q);
                     if let Some(flags) = input.own_fresh {
                         flags.put(own.lane_start + image.first, true);
                     }

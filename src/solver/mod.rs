@@ -2001,7 +2001,7 @@ pub fn solve_with(
 
 /// The placements of a material that mirroring steps solve (flags
 /// numbered by each one's first element in the plane lanes): all but the
-/// images of earlier ones in their group. 440 KB at 3v3.
+/// images of earlier ones in their group: about 500 KB at 3v3.
 fn solved_placements(index: &MaterialIndex, planes: &LaneLayout) -> PlacementFlags {
     let per_placement = index.material.mover as usize * index.material.opponent as usize;
     let mut flags = PlacementFlags::all_clear((planes.total_bytes() / 4) as usize, per_placement);
