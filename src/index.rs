@@ -620,12 +620,7 @@ impl MaterialIndex {
         debug_assert_eq!(layout.mover.count_ones(), self.material.mover as u32);
         debug_assert_eq!(layout.opponent.count_ones(), self.material.opponent as u32);
         debug_assert_eq!(layout.mover & layout.opponent, 0);
-        let mut placement = 0u64;
-        for row in 0..ROWS {
-            let m = ((layout.mover >> (5 * row)) & 31) as usize;
-            let o = ((layout.opponent >> (5 * row)) & 31) as usize;
-            placement += ROW_DIGIT[m][o] as u64 * group.row_weights[row];
-        }
+        let placement = group.placement_number(layout.mover, layout.opponent);
         let mover_master = (layout.mover & ((1u32 << layout.mover_master) - 1)).count_ones() as u64;
         let opp_master = (layout.opponent & ((1u32 << layout.opponent_master) - 1)).count_ones() as u64;
         let q = self.material.opponent as u64;
