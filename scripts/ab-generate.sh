@@ -6,8 +6,12 @@
 # (this / base) and the medians. Ends by checking that both tables are
 # identical file for file.
 #
+# With --mem among the extra arguments (a streamed run), each run gets a
+# fresh work directory in the scratch directory.
+#
 # usage: scripts/ab-generate.sh BASE [ROUNDS] [MEN] [extra generate args...]
 #   scripts/ab-generate.sh afe66ec 3 6
+#   scripts/ab-generate.sh afe66ec 3 6 --mem 32MiB --no-move loss
 set -euo pipefail
 base_rev=${1:?usage: scripts/ab-generate.sh BASE [ROUNDS] [MEN] [extra generate args...]}
 rounds=${2:-3}
@@ -23,8 +27,10 @@ seconds() { awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }'
 printf 'round\tbinary\tcpu_s\twall_s\tmax_rss_kib\n'
 for round in $(seq 1 "$rounds"); do
   for which in base this; do
-    rm -rf "$scratch/out.$which"
-    /usr/bin/time -v "$scratch/onitb.$which" generate --men "$men" --out "$scratch/out.$which" --quiet "$@" \
+    rm -rf "$scratch/out.$which" "$scratch/work.$which"
+    work=()
+    if [[ " $* " == *" --mem "* ]]; then work=(--work "$scratch/work.$which"); fi
+    /usr/bin/time -v "$scratch/onitb.$which" generate --men "$men" --out "$scratch/out.$which" --quiet "${work[@]}" "$@" \
       >/dev/null 2>"$scratch/time"
     cpu=$(awk -v u="$(field 'User time' "$scratch/time")" -v s="$(field 'System time' "$scratch/time")" \
       'BEGIN { print u + s }')

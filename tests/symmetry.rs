@@ -6,9 +6,10 @@
 //! another, with no second solver: a wrong successor, a wrong card state
 //! or a wrong depth on one side of the board shows up as a mismatch.
 //!
-//! Resident steps use the symmetry (they solve one placement of each mirror
-//! pair and write the other from it); the last tests check that they give
-//! the table that solving every placement gives, under any thread count.
+//! Steps use the symmetry (they solve one placement of each mirror pair
+//! and write the other from it); the last tests check that they give the
+//! table that solving every placement gives, resident under any thread
+//! count and streamed.
 
 use onitb::Table;
 use onitb::rules::{CARDS_PER_GAME, CardSet, CardState, NoMoveRule, Position, Rules};
@@ -140,6 +141,34 @@ fn mirroring_steps_give_the_table_of_solving_every_placement() {
         let every = solved(&rules, 2, false, 1);
         for threads in [1, 2, 3] {
             assert_same_values(&every, &solved(&rules, 2, true, threads), &format!("{names:?}, {threads} threads"));
+        }
+    }
+}
+
+/// Streamed (every pair, at the smallest budget the table admits and at
+/// room for two windows), with the mirror, against resident without it.
+#[test]
+fn streamed_mirroring_steps_give_the_table_of_solving_every_placement() {
+    for no_move in [NoMoveRule::Loss, NoMoveRule::Pass] {
+        let rules = Rules { cards: CardSet::default_set(), no_move };
+        let every = solved(&rules, 2, false, 2);
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = SolveConfig {
+            work_dir: Some(dir.path().join("work")),
+            budget_bytes: Some(1),
+            force_streamed: true,
+            ..SolveConfig::default()
+        };
+        let minimum = match solver::solve_with(&rules, 2, &config, &|_| {}) {
+            Err(solver::SolveError::BudgetTooSmall { minimum_bytes, .. }) => minimum_bytes,
+            other => panic!("expected BudgetTooSmall, got {:?}", other.err()),
+        };
+        for times in [1.0, 2.5] {
+            config.work_dir = Some(dir.path().join(format!("work-{times}")));
+            config.budget_bytes = Some((minimum as f64 * times) as u64);
+            let streamed = solver::solve_with(&rules, 2, &config, &|_| {}).unwrap();
+            assert_eq!(streamed.streamed_pairs, streamed.pairs);
+            assert_same_values(&every, &streamed.into_table().unwrap(), &format!("{no_move:?}, {times} x minimum"));
         }
     }
 }

@@ -25,8 +25,10 @@ pub const CHECKPOINT_FILE: &str = "checkpoint.json";
 pub const LOCK_FILE: &str = "lock";
 /// Version of the checkpoint's content and of the work files it names; a
 /// run refuses other versions. (8: entry frames store layouts as
-/// differences; 9: and their bytes in byte planes, `entries.rs`.)
-const CHECKPOINT_VERSION: u32 = 9;
+/// differences; 9: and their bytes in byte planes, `entries.rs`; 10:
+/// streamed steps mirror, so mirror images' `held` and `capture` words
+/// are stale, which an earlier version would read.)
+const CHECKPOINT_VERSION: u32 = 10;
 
 #[derive(Debug, Error)]
 pub enum CheckpointError {
@@ -145,15 +147,24 @@ pub struct Checkpoint {
     lock: WorkLock,
 }
 
-fn describe(rules: &Rules, max_per_side: usize) -> String {
+/// The run as the checkpoint names it. `mirror_off`: a mirror-closed set
+/// solved without its mirror (tests only), whose work files an ordinary
+/// run must not resume (nor the other way round: a mirroring run leaves
+/// images' `held` and `capture` words stale).
+fn describe(rules: &Rules, max_per_side: usize, mirror_off: bool) -> String {
     let cards: Vec<&str> = rules.cards.cards().iter().map(|c| c.name).collect();
-    format!("{} men, cards {}, no-move {}", 2 * max_per_side, cards.join(","), rules.no_move.name())
+    let mirror = if mirror_off { ", every placement solved" } else { "" };
+    format!("{} men, cards {}, no-move {}{mirror}", 2 * max_per_side, cards.join(","), rules.no_move.name())
 }
 
 impl Checkpoint {
     /// Starts a run in `dir` (creating it), or resumes the one recorded
-    /// there.
-    pub fn open(dir: &Path, rules: &Rules, max_per_side: usize, resume: bool) -> Result<Checkpoint, CheckpointError> {
+    /// there. `mirror_off`: see [`describe`].
+    pub fn open(
+        dir: &Path,
+        (rules, max_per_side, mirror_off): (&Rules, usize, bool),
+        resume: bool,
+    ) -> Result<Checkpoint, CheckpointError> {
         let io = |action, path: &Path| {
             let path = path.to_path_buf();
             move |cause| CheckpointError::Io { action, path, cause }
@@ -161,7 +172,7 @@ impl Checkpoint {
         fs::create_dir_all(dir).map_err(io("create", dir))?;
         let lock = WorkLock::take(dir)?;
         let path = dir.join(CHECKPOINT_FILE);
-        let run = describe(rules, max_per_side);
+        let run = describe(rules, max_per_side, mirror_off);
         let existing = match fs::read(&path) {
             Ok(bytes) => Some(
                 serde_json::from_slice::<Record>(&bytes)
@@ -267,17 +278,33 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let work = dir.path().join("work");
         let rules = Rules::default();
-        let first = Checkpoint::open(&work, &rules, 2, false).unwrap();
-        let second = Checkpoint::open(&work, &rules, 2, true);
+        let first = Checkpoint::open(&work, (&rules, 2, false), false).unwrap();
+        let second = Checkpoint::open(&work, (&rules, 2, false), true);
         assert!(matches!(second, Err(CheckpointError::InUse(_))), "{:?}", second.err().map(|e| e.to_string()));
         // Held on by the results after the checkpoint.
         let lock = first.into_lock();
-        assert!(matches!(Checkpoint::open(&work, &rules, 2, true), Err(CheckpointError::InUse(_))));
+        assert!(matches!(Checkpoint::open(&work, (&rules, 2, false), true), Err(CheckpointError::InUse(_))));
         drop(lock);
-        let again = Checkpoint::open(&work, &rules, 2, true).unwrap();
+        let again = Checkpoint::open(&work, (&rules, 2, false), true).unwrap();
         assert!(!again.is_finished(Material::new(1, 1)));
         drop(again);
         remove(&work).unwrap();
         assert!(!work.join(LOCK_FILE).exists() && !work.join(CHECKPOINT_FILE).exists());
+    }
+
+    /// A run of a mirror-closed set that solved every placement is not
+    /// resumed by one that mirrors (whose images' `held` and `capture`
+    /// words are stale), nor the other way round.
+    #[test]
+    fn mirroring_and_unmirrored_runs_do_not_resume_each_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = Rules::default();
+        for (started, resumed) in [(false, true), (true, false)] {
+            let work = dir.path().join(format!("work-{started}"));
+            drop(Checkpoint::open(&work, (&rules, 2, started), false).unwrap());
+            let other = Checkpoint::open(&work, (&rules, 2, resumed), true);
+            assert!(matches!(other, Err(CheckpointError::Mismatch { .. })), "{:?}", other.err());
+            assert!(Checkpoint::open(&work, (&rules, 2, started), true).is_ok());
+        }
     }
 }

@@ -49,8 +49,8 @@ pub struct MoveTable {
     /// By bit set of card slots: the successor-state bits of a move with
     /// one of them ([`group_mask`]).
     successor_states: [u32; 1 << CARDS_PER_GAME],
-    /// The card set's mirror, if it is mirror-closed (and resident steps
-    /// are to use it).
+    /// The card set's mirror, if it is mirror-closed (and steps are to
+    /// use it).
     pub mirror: Option<Mirror>,
 }
 
@@ -630,9 +630,9 @@ pub(super) struct StepInput<'a> {
     /// [`PlacementFlags`] of `fresh`, to clear with a placement's `fresh`
     /// words and set when a loss is written.
     pub own_fresh: Option<&'a PlacementFlags>,
-    /// Resident steps of a mirror-closed card set: solve one placement of
-    /// each mirror pair and write the other's words from it (units are
-    /// then whole groups, which hold both).
+    /// Steps of a mirror-closed card set: solve one placement of each
+    /// mirror pair and write the other's words from it (units are then
+    /// whole groups, which hold both).
     pub mirror: Option<&'a Mirror>,
 }
 
@@ -1272,6 +1272,11 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
                 if wins != 0 {
                     let (n, layout) = image.layout(&place, j, q);
                     let wins = mirror.states(wins);
+                    // Streamed, the image's other words are zeros (the
+                    // window's `fresh` is cleared as it is loaded).
+                    if let Some(newly_won) = own.newly_won.as_deref_mut() {
+                        newly_won[n] = wins;
+                    }
                     own.won[n] |= wins;
                     own.values.decide(n, wins, win_byte);
                     decided(input, &mut report, &layout, wins);

@@ -4,7 +4,7 @@
 //! own with left and right swapped (the default set does: Ox and Horse are
 //! each other's, Boar, Elephant and Crab their own; 328 of the 4368 sets
 //! are such), a position and its mirror image (columns reversed, every card
-//! replaced by its image) have the same value. A resident step then solves
+//! replaced by its image) have the same value. A step then solves
 //! one placement of each mirror pair and writes the other's words from it:
 //! about half the placements (all but 0.06% of 3v3's have an image other
 //! than themselves).

@@ -58,6 +58,7 @@ use disk::{AlignedBuf, DiskError, DiskIo};
 use flags::{GroupFlags, PlacementFlags, SideFlags};
 use kernel::{EventDepths, Landing, MoveTable, ROWS, StepInput, StepValues, Unit, UnitReport};
 use lanes::{Lane, LaneLayout, ResidentLanes, SEGMENT_ALIGN_BYTES, SegmentMap, Span, carve_mut};
+use mirror::Mirror;
 use move_lists::{CountedMoves, MoveLists};
 use packed_values::{PackedValues, PackedWriter};
 use rayon::prelude::*;
@@ -180,9 +181,9 @@ pub struct SolveConfig {
     /// Least time between checkpoints of a streamed pair (zero: after every
     /// step). Each costs a sync of the pair's work files.
     pub checkpoint_every: Duration,
-    /// Resident pairs of a mirror-closed card set solve one placement of
-    /// each mirror pair (`mirror`); false solves every placement (tests
-    /// compare the two). The tables are the same.
+    /// Steps of a mirror-closed card set solve one placement of each
+    /// mirror pair (`mirror`); false solves every placement (tests compare
+    /// the two). The tables are the same.
     pub mirror: bool,
 }
 
@@ -534,6 +535,13 @@ fn units_of(index: &MaterialIndex, groups: &[usize]) -> Vec<UnitSpec> {
 fn whole_groups(index: &MaterialIndex, groups: &[usize]) -> Vec<UnitSpec> {
     let per_placement = (index.material.mover as u64) * (index.material.opponent as u64);
     groups.iter().map(|&g| (g, 0, index.groups()[g].layouts / per_placement)).collect()
+}
+
+/// A step's units over the given groups: whole groups if the step
+/// mirrors, since a placement's image, whose words it writes, lies in the
+/// same group (the mirror keeps every row's counts).
+fn step_units(moves: &MoveTable, index: &MaterialIndex, groups: &[usize]) -> Vec<UnitSpec> {
+    if moves.mirror.is_some() { whole_groups(index, groups) } else { units_of(index, groups) }
 }
 
 /// Element range of a unit within a region (`per_layout` elements per layout).
@@ -991,10 +999,7 @@ fn step(
         None => {
             let all: Vec<usize> = (0..this.index.groups().len()).collect();
             let visit = groups_to_visit(this, other.unwrap_or(this), depth, &all);
-            // A mirroring step writes a placement's image, which lies in
-            // the same group (the mirror keeps every row's counts).
-            let units =
-                if moves.mirror.is_some() { whole_groups(&this.index, &visit) } else { units_of(&this.index, &visit) };
+            let units = step_units(moves, &this.index, &visit);
             let win_step = depth % 2 == 1;
             let Work { index, planes, values, storage, sides, groups, kept, fresh_placements, solved, .. } = &mut *this;
             let fresh_placements = &*fresh_placements;
@@ -1067,8 +1072,7 @@ fn step(
                 landing_lane: &[],
                 landing_blocks: None,
                 own_fresh: None,
-                // Streamed steps solve every placement.
-                mirror: None,
+                mirror: moves.mirror.as_ref(),
             };
             // The step's jobs: batches of groups to visit, each with its
             // landing slice (a range of the mirror's groups).
@@ -1255,7 +1259,7 @@ fn step(
             };
             for k in 0..jobs.len() {
                 let (pm, vm) = loaded.take().expect("every job is loaded before it runs");
-                let units = units_of(&this_ref.index, &jobs[k].1);
+                let units = step_units(moves, &this_ref.index, &jobs[k].1);
                 let (w, sb) = (k % stages, slice_of[k]);
                 let held = slice_held[sb].as_ref().filter(|held| held.0 == jobs[k].0);
                 let (first_byte, len) = held.expect("the job's slice buffer holds its slice").1;
@@ -1803,7 +1807,11 @@ pub fn solve_with(
         }
     }
     let mut checkpoint = match &config.work_dir {
-        Some(dir) => Some(checkpoint::Checkpoint::open(dir, rules, max_per_side, config.resume)?),
+        Some(dir) => {
+            // A mirror-closed set solved without its mirror is another run.
+            let mirror_off = moves.mirror.is_none() && Mirror::of(&rules.cards).is_some();
+            Some(Checkpoint::open(dir, (rules, max_per_side, mirror_off), config.resume)?)
+        }
         None => None,
     };
     let all_pairs = pairs_up_to(max_per_side);
