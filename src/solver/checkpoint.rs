@@ -27,8 +27,9 @@ pub const LOCK_FILE: &str = "lock";
 /// run refuses other versions. (8: entry frames store layouts as
 /// differences; 9: and their bytes in byte planes, `entries.rs`; 10:
 /// streamed steps mirror, so mirror images' `held` and `capture` words
-/// are stale, which an earlier version would read.)
-const CHECKPOINT_VERSION: u32 = 10;
+/// are stale, which an earlier version would read; 11: initialisation
+/// mirrors, so images have no capture bit and no scheduled capture.)
+const CHECKPOINT_VERSION: u32 = 11;
 
 #[derive(Debug, Error)]
 pub enum CheckpointError {

@@ -344,6 +344,10 @@ pub(super) fn fold_captures(moves: &MoveTable, unit: Unit, captured: &Landing<u8
     let mut list = [(empty, 0u32, 0u8); MAX_BOARD_MOVES];
     let row_squares = (0..ROWS).filter(|r| rows & (1 << r) != 0).fold(0u32, |squares, r| squares | (0x1f << (5 * r)));
     for_each_placement(unit.group, unit.start, unit.end, None, |i, mover, opponent| {
+        // An image's words are written from its mirror's by `initialize`.
+        if moves.mirror.is_some() && mirror::is_image(unit.group, unit.start + i as u64, mover, opponent) {
+            return;
+        }
         let mut count = 0;
         let mut pieces = mover;
         while pieces != 0 {
@@ -411,6 +415,13 @@ pub(super) struct InitLanes<'a> {
 /// captures are folded into the value bytes. The sides of the no-move
 /// losses are marked in `sides`: the first win step looks only at layouts
 /// with a move into one of those sides (see [`SideFlags`]).
+///
+/// With the card set's mirror (`moves.mirror`; `unit` is then a whole
+/// group), works the placements the steps solve, whose captures alone
+/// were folded, and writes each one's image from it: `won`, `lost`,
+/// `fresh` and the value bytes permuted, no `capture` bit and no event
+/// (only a placement's own step reads those, and an image's is never
+/// solved; a streamed capture schedule so lists no image).
 pub(super) fn initialize(
     rules: &Rules,
     moves: &MoveTable,
@@ -422,8 +433,14 @@ pub(super) fn initialize(
     let loss0 = Value::Loss(0).to_byte();
     let mut report = UnitReport::default();
     let (p, q) = (unit.p, unit.q);
+    let mirror = moves.mirror.as_ref();
     for_each_placement(unit.group, unit.start, unit.end, None, |i, mover, opponent| {
         let place = Placement::new(mover, opponent);
+        let image = match mirrored(mirror, &unit, i, &place) {
+            Mirrored::Skipped => return,
+            Mirrored::Writes(image) => Some(image),
+            Mirrored::Own => None,
+        };
         // Per card slot, the squares some mover piece moves to (own ones
         // included: the opponent's master never stands on those).
         let mut attacked = [0u32; CARDS_PER_GAME];
@@ -442,14 +459,19 @@ pub(super) fn initialize(
             let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
             if masters_end_game(layout.mover_master, layout.opponent_master) {
                 // Holes read as won and never fresh: quiet moves onto them
-                // (a master reaching the temple) change nothing.
-                own.won[n] = ALL_CARD_STATES;
-                own.lost[n] = ALL_CARD_STATES;
-                own.fresh[n] = 0;
-                own.capture[n] = 0;
-                values.fill(NO_VALUE);
-                if let Some(next_event) = own.next_event.as_deref_mut() {
-                    next_event[n] = NO_EVENT;
+                // (a master reaching the temple) change nothing. (An
+                // image of a hole is a hole: the temples are in the middle
+                // column.)
+                let image_n = image.map(|image| image.layout(&place, j, q).0);
+                for n in std::iter::once(n).chain(image_n) {
+                    own.won[n] = ALL_CARD_STATES;
+                    own.lost[n] = ALL_CARD_STATES;
+                    own.fresh[n] = 0;
+                    own.capture[n] = 0;
+                    own.values[n * CARD_STATES..(n + 1) * CARD_STATES].fill(NO_VALUE);
+                    if let Some(next_event) = own.next_event.as_deref_mut() {
+                        next_event[n] = NO_EVENT;
+                    }
                 }
                 continue;
             }
@@ -491,9 +513,41 @@ pub(super) fn initialize(
             }
             report.decided += (win_now | lost_now).count_ones() as u64;
             report.undecided += undecided.count_ones() as u64;
+            if let (Some(image), Some(mirror)) = (&image, mirror) {
+                let (m, layout) = image.layout(&place, j, q);
+                let (win_now, lost_now) = (mirror.states(win_now), mirror.states(lost_now));
+                own.won[m] = win_now;
+                own.lost[m] = lost_now;
+                own.fresh[m] = lost_now;
+                own.capture[m] = 0;
+                if let Some(next_event) = own.next_event.as_deref_mut() {
+                    next_event[m] = NO_EVENT;
+                }
+                let (values, image_values) = layout_bytes_and_other(own.values, n, m);
+                mirror.values(values, image_values);
+                if lost_now != 0 {
+                    sides.mark_changed(&layout);
+                    report.lost_at_start += lost_now.count_ones() as u64;
+                }
+                report.decided += (win_now | lost_now).count_ones() as u64;
+                report.undecided += undecided.count_ones() as u64;
+            }
         }
     });
     report
+}
+
+/// The value bytes of layout `n`, and those of another layout `m` to
+/// write.
+#[inline(always)]
+fn layout_bytes_and_other(values: &mut [u8], n: usize, m: usize) -> (&[u8], &mut [u8]) {
+    debug_assert_ne!(n, m);
+    let (low, high) = values.split_at_mut(n.max(m) * CARD_STATES);
+    if n < m {
+        (&low[n * CARD_STATES..][..CARD_STATES], &mut high[..CARD_STATES])
+    } else {
+        (&high[..CARD_STATES], &mut low[m * CARD_STATES..][..CARD_STATES])
+    }
 }
 
 /// A unit's value bytes during a step.
@@ -845,11 +899,12 @@ impl Image {
     }
 }
 
-/// What a step with `input` does with placement `i` of `unit` (see
-/// [`Mirrored`]). Solved is the one of each pair that comes first.
+/// What a step (or initialisation) with `mirror` does with placement `i`
+/// of `unit` (see [`Mirrored`]). Solved is the one of each pair that comes
+/// first.
 #[inline(always)]
-fn mirrored(input: &StepInput, unit: &Unit, i: usize, place: &Placement) -> Mirrored {
-    if input.mirror.is_none() {
+fn mirrored(mirror: Option<&Mirror>, unit: &Unit, i: usize, place: &Placement) -> Mirrored {
+    if mirror.is_none() {
         return Mirrored::Own;
     }
     let Some((k, mover, opponent)) = mirror::image_number(unit.group, place.mover, place.opponent) else {
@@ -1218,7 +1273,7 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
         let first = i * p * q;
         debug_assert!(is_live(own.live, own.lane_start + first));
         let place = Placement::new(mover, opponent);
-        let image = match mirrored(input, &unit, i, &place) {
+        let image = match mirrored(input.mirror, &unit, i, &place) {
             Mirrored::Skipped => return,
             Mirrored::Writes(image) => Some(image),
             Mirrored::Own => None,
@@ -1361,7 +1416,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         // landing blocks': by its first word's lane element.
         let flag = own.lane_start + first;
         let place = Placement::new(mover, opponent);
-        let image = match mirrored(input, &unit, i, &place) {
+        let image = match mirrored(input.mirror, &unit, i, &place) {
             // Its words and fresh flag are the placement's solved for it.
             Mirrored::Skipped => return,
             Mirrored::Writes(image) => Some(image),

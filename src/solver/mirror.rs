@@ -70,6 +70,8 @@ pub(super) fn is_image(group: &Group, placement: u64, mover: u32, opponent: u32)
 pub(super) struct Mirror {
     /// By byte of the word (0 lowest) and its value: the images' bits.
     states_by_byte: [[u32; 256]; 4],
+    /// By card state: its image's number.
+    image_state: [u8; CARD_STATES],
 }
 
 impl Mirror {
@@ -105,7 +107,19 @@ impl Mirror {
                 }
             }
         }
-        Some(Mirror { states_by_byte })
+        let image_state = std::array::from_fn(|k| image_of(CardState::new(k)).index() as u8);
+        Some(Mirror { states_by_byte, image_state })
+    }
+
+    /// A layout's value bytes (one per card state) as its image's: the
+    /// byte of state k goes to the image of k.
+    #[inline(always)]
+    pub fn values(&self, values: &[u8], image: &mut [u8]) {
+        let (values, image): (&[u8; CARD_STATES], &mut [u8; CARD_STATES]) =
+            (values.try_into().expect("a layout's bytes"), image.try_into().expect("a layout's bytes"));
+        for (k, &byte) in values.iter().enumerate() {
+            image[self.image_state[k] as usize] = byte;
+        }
     }
 
     /// The images of the card states in `word`.
@@ -145,6 +159,13 @@ mod tests {
             assert_eq!(default.states(1 << k).count_ones(), 1);
         }
         assert_eq!(default.states(ALL_CARD_STATES), ALL_CARD_STATES);
+        // Value bytes move as the states' bits do.
+        let values: Vec<u8> = (0..CARD_STATES as u8).collect();
+        let mut image = vec![0u8; CARD_STATES];
+        default.values(&values, &mut image);
+        for k in 0..CARD_STATES {
+            assert_eq!(1 << image.iter().position(|&b| b == k as u8).unwrap(), default.states(1 << k));
+        }
         assert!(Mirror::of(&CardSet::from_names(&["Boar", "Ox", "Elephant", "Tiger", "Crab"]).unwrap()).is_none());
     }
 }

@@ -537,9 +537,9 @@ fn whole_groups(index: &MaterialIndex, groups: &[usize]) -> Vec<UnitSpec> {
     groups.iter().map(|&g| (g, 0, index.groups()[g].layouts / per_placement)).collect()
 }
 
-/// A step's units over the given groups: whole groups if the step
-/// mirrors, since a placement's image, whose words it writes, lies in the
-/// same group (the mirror keeps every row's counts).
+/// A step's (or initialisation's) units over the given groups: whole
+/// groups if it mirrors, since a placement's image, whose words it
+/// writes, lies in the same group (the mirror keeps every row's counts).
 fn step_units(moves: &MoveTable, index: &MaterialIndex, groups: &[usize]) -> Vec<UnitSpec> {
     if moves.mirror.is_some() { whole_groups(index, groups) } else { units_of(index, groups) }
 }
@@ -890,7 +890,7 @@ fn initialize(
 ) -> Result<UnitReport, SolveError> {
     let Some((window, disk)) = window else {
         let all: Vec<usize> = (0..work.index.groups().len()).collect();
-        let units = units_of(&work.index, &all);
+        let units = step_units(moves, &work.index, &all);
         let (pm, vm) = (plane_span(&work.planes), value_span(&work.values));
         let Storage::Resident(lanes) = &mut work.storage else { unreachable!("no window: resident") };
         if let Some(c) = captured {
@@ -909,7 +909,7 @@ fn initialize(
     for (opponent_counts, groups) in schedule::opponent_slices(&work.index) {
         for batch in window.batches(work, &groups) {
             let (pm, vm) = window.load(disk, work, &batch, (&[], ValueSegments::Zeroed))?;
-            let units = units_of(&work.index, &batch);
+            let units = step_units(moves, &work.index, &batch);
             if let Some(c) = captured {
                 for row in (0..ROWS).filter(|&r| opponent_counts[r] > 0) {
                     let range = c.slices.get(&schedule::landing_slice_counts(&opponent_counts, Some(row)));
