@@ -28,8 +28,10 @@ pub const LOCK_FILE: &str = "lock";
 /// differences; 9: and their bytes in byte planes, `entries.rs`; 10:
 /// streamed steps mirror, so mirror images' `held` and `capture` words
 /// are stale, which an earlier version would read; 11: initialisation
-/// mirrors, so images have no capture bit and no scheduled capture.)
-const CHECKPOINT_VERSION: u32 = 11;
+/// mirrors, so images have no capture bit and no scheduled capture; 12: a
+/// mirroring pair stores `held` and `capture` compacted to its solved
+/// placements, `compact.rs`.)
+const CHECKPOINT_VERSION: u32 = 12;
 
 #[derive(Debug, Error)]
 pub enum CheckpointError {

@@ -421,6 +421,45 @@ impl DiskIo {
         Ok(())
     }
 
+    /// Queues a write at `offset` (block-aligned) of `pieces` laid end to
+    /// end, zero-padded to a multiple of 4096 bytes: a compacted segment
+    /// gathered straight into the I/O blocks (`compact`). Returns the bytes
+    /// written.
+    pub fn write_pieces<'p>(
+        &mut self,
+        file: FileId,
+        offset: u64,
+        pieces: impl IntoIterator<Item = &'p [u8]>,
+    ) -> Result<u64, DiskError> {
+        let block = self.block_bytes();
+        let (mut buf, mut filled, mut at) = (None::<Buffer>, 0, offset);
+        for mut piece in pieces {
+            while !piece.is_empty() {
+                let to = match buf.as_mut() {
+                    Some(to) => to,
+                    None => buf.insert(self.take()?),
+                };
+                let n = piece.len().min(block - filled);
+                to[filled..filled + n].copy_from_slice(&piece[..n]);
+                (filled, piece) = (filled + n, &piece[n..]);
+                if filled == block {
+                    let full = buf.take().expect("a block being filled");
+                    self.io.submit_write(file, at, block, full, WRITE_TAG).map_err(DiskError::Block)?;
+                    self.pending_writes += 1;
+                    (filled, at) = (0, at + block as u64);
+                }
+            }
+        }
+        if let Some(mut last) = buf {
+            let len = filled.next_multiple_of(SEGMENT_ALIGN_BYTES as usize);
+            last[filled..len].fill(0);
+            self.io.submit_write(file, at, len, last, WRITE_TAG).map_err(DiskError::Block)?;
+            self.pending_writes += 1;
+            at += len as u64;
+        }
+        Ok(at - offset)
+    }
+
     /// Waits for every queued write.
     pub fn drain(&mut self) -> Result<(), DiskError> {
         while self.pending_writes > 0 {

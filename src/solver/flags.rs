@@ -178,7 +178,8 @@ impl PlacementFlags {
 
     /// Sets or clears the flag of the block starting at lane element
     /// `element` (a mirroring loss step's image: no [`FlagWriter`] walks
-    /// it, and the one of its unit leaves it alone).
+    /// it, and the one of its unit leaves it alone; the solved placements,
+    /// flagged group by group in parallel).
     #[inline]
     pub fn put(&self, element: usize, set: bool) {
         let (word, bit) = self.bit(element);

@@ -33,6 +33,7 @@
 mod capture_schedule;
 mod capture_values;
 mod checkpoint;
+mod compact;
 mod decision_log;
 pub mod disk;
 mod entries;
@@ -53,6 +54,7 @@ use crate::rules::{CARD_STATES, MAX_PIECES_PER_SIDE, Rules};
 use crate::table::{SolvedMaterial, Table};
 use crate::value::{MAX_LOSS_PLIES, Value};
 use checkpoint::{Checkpoint, PairRecord, WorkRecord};
+use compact::SolvedPlacements;
 use decision_log::{DecisionLog, LogMark};
 use disk::{AlignedBuf, DiskError, DiskIo};
 use flags::{GroupFlags, PlacementFlags, SideFlags};
@@ -283,10 +285,11 @@ struct Work {
     /// With kept lists: which placements may hold a `fresh` loss, so that
     /// the mirror's win steps read only those blocks.
     fresh_placements: Option<PlacementFlags>,
-    /// Resident materials of a mirror-closed set: the placements steps
-    /// solve (not the images of earlier ones, see `mirror`), which are
-    /// all they walk.
-    solved: Option<PlacementFlags>,
+    /// A mirror-closed set: the placements steps solve (not the images of
+    /// earlier ones, see `mirror`). Resident steps walk only those;
+    /// streamed pairs store their `held` and `capture` compacted to them
+    /// (`compact`).
+    solved: Option<SolvedPlacements>,
     /// Streamed: the groups whose layouts outside their sparse records
     /// (all layouts, if dense) were all decided before the steps of the
     /// current depth began, so a loss step of the mirror reads holes there
@@ -1029,7 +1032,7 @@ fn step(
                 let data = if depth % 2 == 1 { &target.fresh[..] } else { &target.won[..] };
                 (&o.index, ReadRegion { map: map as &dyn SegmentMap, data })
             });
-            let own = Own { live: solved.as_ref(), ..own_resident(lanes, &pm, &vm) };
+            let own = Own { live: solved.as_ref().map(SolvedPlacements::flags), ..own_resident(lanes, &pm, &vm) };
             let reports = run_step(&input, index, &units, own, landing_in, &due, ValueMode::Written);
             results.push((units, reports));
         }
@@ -1153,6 +1156,7 @@ fn step(
                 let (maps, at, (mut requests, fill)) = reads.plan(own, slice, &jobs[k].1, io);
                 window::fetch(disk, (&mut requests, fill), from_log, &mut io.bytes_read)?;
                 drop(requests);
+                own.expand_compacted(this_ref, &maps.0);
                 let holes = Base::Holes { block_words };
                 own.unpack_sparse(this_ref, &maps.0, |g| if relisting(g) { Base::Dense } else { holes })?;
                 // A loss step's landing `won` of sparse groups is their
@@ -1523,6 +1527,9 @@ fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result
             }
             let Storage::OnDisk(files) = &work.storage else { unreachable!("streamed") };
             files.release_for_finishing()?;
+            // Finishing reads no `held` or `capture`, compacted or not, and
+            // its peak is the table's: give the flags back.
+            work.solved = None;
             let dir = files.dir().to_path_buf();
             let mut packer = PackedWriter::create(&dir, work.index.material, &work.values)?;
             for (_, groups) in schedule::opponent_slices(&work.index) {
@@ -1874,10 +1881,10 @@ pub fn solve_with(
         }
         if !streamed {
             keep_move_lists(&moves, &mut works, config.budget_bytes.map(|b| b.saturating_sub(resident_bytes)));
-            if moves.mirror.is_some() {
-                for work in works.iter_mut() {
-                    work.solved = Some(solved_placements(&work.index, &work.planes));
-                }
+        }
+        if moves.mirror.is_some() {
+            for work in works.iter_mut() {
+                work.solved = Some(SolvedPlacements::new(&work.index, &work.planes));
             }
         }
         let layouts = works.iter().map(|w| w.index.layouts()).sum();
@@ -2005,23 +2012,6 @@ pub fn solve_with(
     let materials = solved.into_values().collect();
     let _work_lock = checkpoint.map(Checkpoint::into_lock);
     Ok(Solved { rules: *rules, max_per_side, materials, io, streamed_pairs, pairs, _work_lock })
-}
-
-/// The placements of a material that mirroring steps solve (flags
-/// numbered by each one's first element in the plane lanes): all but the
-/// images of earlier ones in their group: about 500 KB at 3v3.
-fn solved_placements(index: &MaterialIndex, planes: &LaneLayout) -> PlacementFlags {
-    let per_placement = index.material.mover as usize * index.material.opponent as usize;
-    let mut flags = PlacementFlags::all_clear((planes.total_bytes() / 4) as usize, per_placement);
-    for (g, group) in index.groups().iter().enumerate() {
-        let mut marker = flags.marker((planes.segment(g).start / 4) as usize);
-        for (i, (mover, opponent)) in group.placements(0, group.layouts / per_placement as u64).enumerate() {
-            if !mirror::is_image(group, i as u64, mover, opponent) {
-                marker.mark(i * per_placement);
-            }
-        }
-    }
-    flags
 }
 
 /// Lists every placement's quiet moves of a resident pair once, for all its

@@ -83,6 +83,10 @@ pub(super) struct OwnBuffers {
     live: PlacementFlags,
     /// Unpacks the capture schedule's frames into `due`.
     unpacker: Unpacker,
+    /// The (lane, group) segments the last [`OwnBuffers::plan_load`] reads
+    /// compacted (`compact`), for [`OwnBuffers::expand_compacted`] to lay
+    /// out once they are read.
+    compacted: Vec<(Lane, usize)>,
 }
 
 /// The streamed pair's buffers.
@@ -111,7 +115,7 @@ impl Window {
             let planes = (0..5).map(|_| AlignedBuf::zeroed(plane_bytes as usize)).collect::<Result<_, _>>()?;
             let (values, due) = (AlignedBuf::zeroed(value_bytes as usize)?, AlignedBuf::zeroed(plane_bytes as usize)?);
             let live = PlacementFlags::all_set(plane_bytes as usize / 4, block_words);
-            owns.push(OwnBuffers { planes, values, due, live, unpacker: Unpacker::new() });
+            owns.push(OwnBuffers { planes, values, due, live, unpacker: Unpacker::new(), compacted: Vec::new() });
             slices.push(AlignedBuf::zeroed(slice_bytes as usize)?);
         }
         Ok(Window { owns, slices, io: IoTotals::default() })
@@ -158,6 +162,7 @@ impl Window {
             .for_each(|piece| piece.fill(0));
         disk.read_many(&mut requests)?;
         drop(requests);
+        self.owns[0].expand_compacted(work, &pm);
         if lanes.contains(&Lane::SparseWon) {
             debug_assert!(lanes.contains(&Lane::SparseRest), "records are read whole");
             self.owns[0].unpack_sparse(work, &pm, |_| Base::Dense)?;
@@ -207,6 +212,7 @@ impl OwnBuffers {
             v_at += v_len;
         }
         let (mut requests, mut zeros) = (Vec::new(), Vec::new());
+        self.compacted.clear();
         // A sparse group's records are read into its `due` (`SparseWon`)
         // and `fresh` (`SparseRest`) segments, which `unpack_sparse` lays
         // over its planes and clears.
@@ -258,8 +264,17 @@ impl OwnBuffers {
                 };
                 match read {
                     Some(true) => {
-                        io.bytes_read += into.len() as u64;
-                        requests.push((work.files().read_file(lane, g), layout.span(g..g + 1), into));
+                        let span = layout.span(g..g + 1);
+                        let bytes = match (&work.solved, lane) {
+                            (Some(solved), Lane::Held | Lane::Capture) => {
+                                self.compacted.push((lane, g));
+                                solved.stored_bytes(g)
+                            }
+                            _ => into.len(),
+                        };
+                        io.bytes_read += bytes as u64;
+                        let span = span.start..span.start + bytes as u64;
+                        requests.push((work.files().read_file(lane, g), span, &mut into[..bytes]));
                     }
                     Some(false) => zeros.push(into),
                     None => {}
@@ -267,6 +282,23 @@ impl OwnBuffers {
             }
         }
         (Packed { entries: plane_entries }, Packed { entries: value_entries }, requests, zeros)
+    }
+
+    /// Lays out the segments the last load read compacted (see `compact`):
+    /// call once they are read, before anything reads them.
+    pub fn expand_compacted(&mut self, work: &Work, plane_map: &Packed) {
+        let Some(solved) = &work.solved else {
+            debug_assert!(self.compacted.is_empty());
+            return;
+        };
+        for (lane, g) in self.compacted.drain(..) {
+            let buffer = WINDOW_LANES.iter().position(|&l| l == lane).expect("a window lane");
+            let at = plane_map.elements(g).start;
+            let len = padded_len(&work.planes, g) as usize / 4;
+            let words = &mut self.planes[buffer].words_mut()[at..at + len];
+            let origin = (work.planes.segment(g).start / 4) as usize;
+            solved.expand(words, origin, g, work.index.groups()[g].layouts as usize);
+        }
     }
 
     /// Lays the records of the sparse groups of a loaded batch over their
@@ -419,8 +451,22 @@ impl OwnBuffers {
                 } else {
                     work.files().write_file(lane, *g)
                 };
-                disk.write(file, work.planes.segment(*g).start, from)?;
-                io.bytes_written += len as u64;
+                let offset = work.planes.segment(*g).start;
+                match (&work.solved, lane) {
+                    // Only the solved placements' words: the images' are
+                    // zero (`compact`).
+                    (Some(solved), Lane::Held | Lane::Capture) => {
+                        let (words, origin) = (&self.planes[i].words()[range.clone()], (offset / 4) as usize);
+                        debug_assert!(solved.images_are_zero(words, origin), "{} of group {g}", lane.name());
+                        let runs = solved.solved_runs(origin, range.len());
+                        let pieces = runs.map(|run| &from[run.start * 4..run.end * 4]);
+                        io.bytes_written += disk.write_pieces(file, offset, pieces)?;
+                    }
+                    _ => {
+                        disk.write(file, offset, from)?;
+                        io.bytes_written += len as u64;
+                    }
+                }
             }
         }
         debug_assert!(!lanes.contains(&Lane::Values), "values have no work file; finishing packs them");

@@ -45,8 +45,9 @@ pub(super) const STORED_PLANES: [Lane; 6] =
 const ALL_SLOT_BITS: u8 = (1 << STORED_PLANES.len()) - 1;
 
 /// The bits of the dense plane lanes (the first four of
-/// [`STORED_PLANES`]), whose writes always cover the whole segment; the
-/// sparse lanes' records cover a prefix of it.
+/// [`STORED_PLANES`]), whose writes always cover the whole segment (or,
+/// compacted, the same prefix of it every time: `compact`); the sparse
+/// lanes' records cover a prefix of it that changes.
 const DENSE_SLOT_BITS: u8 = 0b1111;
 
 fn plane_bit(lane: Lane) -> u8 {
