@@ -12,7 +12,7 @@ use super::flags::{PlacementFlags, SideFlags};
 use super::lanes::NO_EVENT;
 use super::mirror::{self, Mirror};
 use super::move_lists::MoveLists;
-use crate::index::{Group, Layout, MaterialIndex, TurnedRows};
+use crate::index::{Group, Layout, MaterialIndex, Odometer, TurnedRows};
 use crate::rules::{
     ALL_CARD_STATES, CARD_STATES, CARDS_PER_GAME, CardTables, MAX_PIECES_PER_SIDE, MOVER_TARGET, NoMoveRule, Rules,
     SQUARES, masters_end_game,
@@ -343,9 +343,9 @@ pub(super) fn fold_captures(moves: &MoveTable, unit: Unit, captured: &Landing<u8
     let block_layouts = captured.index.material.mover as usize * target_q;
     let mut list = [(empty, 0u32, 0u8); MAX_BOARD_MOVES];
     let row_squares = (0..ROWS).filter(|r| rows & (1 << r) != 0).fold(0u32, |squares, r| squares | (0x1f << (5 * r)));
-    for_each_placement(unit.group, unit.start, unit.end, None, |i, mover, opponent| {
+    for_each_placement(unit.group, unit.start, unit.end, None, |i, mover, opponent, at| {
         // An image's words are written from its mirror's by `initialize`.
-        if moves.mirror.is_some() && mirror::is_image(unit.group, unit.start + i as u64, mover, opponent) {
+        if moves.mirror.is_some() && at.image_number() < unit.start + i as u64 {
             return;
         }
         let mut count = 0;
@@ -434,9 +434,9 @@ pub(super) fn initialize(
     let mut report = UnitReport::default();
     let (p, q) = (unit.p, unit.q);
     let mirror = moves.mirror.as_ref();
-    for_each_placement(unit.group, unit.start, unit.end, None, |i, mover, opponent| {
+    for_each_placement(unit.group, unit.start, unit.end, None, |i, mover, opponent, at| {
         let place = Placement::new(mover, opponent);
-        let image = match mirrored(mirror, &unit, i, &place) {
+        let image = match mirrored(mirror, &unit, i, &place, at) {
             Mirrored::Skipped => return,
             Mirrored::Writes(image) => Some(image),
             Mirrored::Own => None,
@@ -900,22 +900,25 @@ impl Image {
 }
 
 /// What a step (or initialisation) with `mirror` does with placement `i`
-/// of `unit` (see [`Mirrored`]). Solved is the one of each pair that comes
-/// first.
+/// of `unit` (see [`Mirrored`]), the odometer being `at` it. Solved is the
+/// one of each pair that comes first.
 #[inline(always)]
-fn mirrored(mirror: Option<&Mirror>, unit: &Unit, i: usize, place: &Placement) -> Mirrored {
+fn mirrored(mirror: Option<&Mirror>, unit: &Unit, i: usize, place: &Placement, at: &Odometer) -> Mirrored {
     if mirror.is_none() {
         return Mirrored::Own;
     }
-    let Some((k, mover, opponent)) = mirror::image_number(unit.group, place.mover, place.opponent) else {
+    let image = at.image_number();
+    if image == unit.start + i as u64 {
         return Mirrored::Own;
-    };
+    }
     let (p, q) = (unit.p, unit.q);
     debug_assert!(unit.start == 0 && unit.end * (p * q) as u64 == unit.group.layouts, "a whole group");
-    if (k as usize) < i {
+    if (image as usize) < i {
         return Mirrored::Skipped;
     }
-    Mirrored::Writes(Image { first: k as usize * p * q, mover, opponent })
+    let (mover, opponent) = (mirror::board(place.mover), mirror::board(place.opponent));
+    debug_assert_eq!(mirror::image_number(unit.group, place.mover, place.opponent), Some((image, mover, opponent)));
+    Mirrored::Writes(Image { first: image as usize * p * q, mover, opponent })
 }
 
 /// The quiet board moves of one placement (captures are left out: they win
@@ -1192,18 +1195,28 @@ fn board_successor<T>(m: &BoardMove<T>, mover_master: u8, turned_opponent: usize
     turned_opponent + (m.moved >> master >> 1).count_ones() as usize
 }
 
-/// Calls `visit(i, mover, opponent)` for placements `start..end` of a
-/// group, i counting from 0; placement i holds layouts i * p * q onwards.
+/// Calls `visit(i, mover, opponent, at)` for placements `start..end` of a
+/// group, i counting from 0; placement i holds layouts i * p * q onwards,
+/// and `at` is the odometer at it (which numbers its mirror image,
+/// [`Odometer::image_number`], when asked).
 #[inline(always)]
-fn for_each_placement(group: &Group, start: u64, end: u64, live: Live, mut visit: impl FnMut(usize, u32, u32)) {
+fn for_each_placement(
+    group: &Group,
+    start: u64,
+    end: u64,
+    live: Live,
+    mut visit: impl FnMut(usize, u32, u32, &Odometer),
+) {
+    let mut odometer = group.odometer(start.min(end));
     let Some((flags, lane_start)) = live else {
-        for (i, (mover, opponent)) in group.placements(start, end).enumerate() {
-            visit(i, mover, opponent);
+        for i in 0..(end.saturating_sub(start)) as usize {
+            let (mover, opponent) = odometer.boards();
+            visit(i, mover, opponent, &odometer);
+            odometer.advance();
         }
         return;
     };
     let placements = (end - start) as usize;
-    let mut odometer = group.odometer(start);
     // The placement the odometer is at.
     let mut at = 0;
     let mut from = 0;
@@ -1215,7 +1228,7 @@ fn for_each_placement(group: &Group, start: u64, end: u64, live: Live, mut visit
         }
         at = i;
         let (mover, opponent) = odometer.boards();
-        visit(i, mover, opponent);
+        visit(i, mover, opponent, &odometer);
         from = i + 1;
     }
 }
@@ -1269,11 +1282,11 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
     let mut placement_moves = PlacementMoves::new();
     let first_placement = first_placement(&unit);
     let live = own.live.map(|flags| (flags, own.lane_start));
-    for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent| {
+    for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent, at| {
         let first = i * p * q;
         debug_assert!(is_live(own.live, own.lane_start + first));
         let place = Placement::new(mover, opponent);
-        let image = match mirrored(input.mirror, &unit, i, &place) {
+        let image = match mirrored(input.mirror, &unit, i, &place, at) {
             Mirrored::Skipped => return,
             Mirrored::Writes(image) => Some(image),
             Mirrored::Own => None,
@@ -1407,7 +1420,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
     let unit_elements = own.lane_start..own.lane_start + (unit.end - unit.start) as usize * p * q;
     let mut own_flags = input.own_fresh.map(|flags| flags.writer(unit_elements));
     let live = own.live.map(|flags| (flags, own.lane_start));
-    for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent| {
+    for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent, at| {
         let first = i * p * q;
         // Only live placements: the words of the others are not their own
         // (and not logged: they decide nothing).
@@ -1416,7 +1429,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         // landing blocks': by its first word's lane element.
         let flag = own.lane_start + first;
         let place = Placement::new(mover, opponent);
-        let image = match mirrored(input.mirror, &unit, i, &place) {
+        let image = match mirrored(input.mirror, &unit, i, &place, at) {
             // Its words and fresh flag are the placement's solved for it.
             Mirrored::Skipped => return,
             Mirrored::Writes(image) => Some(image),
@@ -1696,15 +1709,17 @@ mod tests {
             }
             let unit_start = lane_start + start as usize * block_words;
             let mut visited = Vec::new();
-            for_each_placement(group, start, end, Some((&flags, unit_start)), |i, m, o| visited.push((i, m, o)));
+            for_each_placement(group, start, end, Some((&flags, unit_start)), |i, m, o, _| visited.push((i, m, o)));
             let expected: Vec<_> = (start..end)
                 .filter(|&i| is_live(i))
                 .map(|i| ((i - start) as usize, group.placement(i).0, group.placement(i).1))
                 .collect();
             assert_eq!(visited, expected);
             let mut all = 0;
-            for_each_placement(group, start, end, None, |i, m, o| {
+            for_each_placement(group, start, end, None, |i, m, o, at| {
                 assert_eq!((m, o), group.placement(start + i as u64));
+                let (image_mover, image_opponent) = group.placement(at.image_number());
+                assert_eq!((image_mover, image_opponent), (mirror::board(m), mirror::board(o)));
                 all += 1;
             });
             assert_eq!(all, end - start);

@@ -21,31 +21,28 @@ pub(super) fn square(square: u8) -> u8 {
     square - square % 5 + (4 - square % 5)
 }
 
-/// A board (bit per square) mirrored.
+/// A board (bit per square) mirrored: columns 0 and 4 swap places, and
+/// 1 and 3, each a shift of every row at once (a table lookup per row was
+/// about 6% of a 4-men run's instructions: the steps mirror every
+/// placement they walk).
 #[inline(always)]
 pub(super) fn board(board: u32) -> u32 {
-    let mut out = 0;
-    for row in 0..5 {
-        out |= (REVERSED_ROW[((board >> (5 * row)) & 31) as usize] as u32) << (5 * row);
-    }
-    out
+    ((board & COLUMN[0]) << 4)
+        | ((board & COLUMN[4]) >> 4)
+        | ((board & COLUMN[1]) << 2)
+        | ((board & COLUMN[3]) >> 2)
+        | (board & COLUMN[2])
 }
 
-/// Five bits in reverse order, for each row pattern.
-const REVERSED_ROW: [u8; 32] = {
-    let mut table = [0u8; 32];
-    let mut pattern = 0;
-    while pattern < 32 {
-        let mut bit = 0;
-        while bit < 5 {
-            if pattern >> bit & 1 != 0 {
-                table[pattern] |= 1 << (4 - bit);
-            }
-            bit += 1;
-        }
-        pattern += 1;
+/// The squares of each column.
+const COLUMN: [u32; 5] = {
+    let mut columns = [0u32; 5];
+    let mut square = 0;
+    while square < 25 {
+        columns[square % 5] |= 1 << square;
+        square += 1;
     }
-    table
+    columns
 };
 
 /// The number, in its group, of the mirror image of the placement with
@@ -146,6 +143,16 @@ mod tests {
         }
         assert_eq!(board(0b11111), 0b11111);
         assert_eq!(board(0b00011 << 10), 0b11000 << 10);
+        // Square by square, on boards of every density.
+        let mut seed = 0x9e37_79b9_u32;
+        for _ in 0..1000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            let b = seed & ((1 << 25) - 1);
+            let by_square = (0..25u8).filter(|&s| b >> s & 1 != 0).fold(0, |out, s| out | 1 << square(s));
+            assert_eq!(board(b), by_square);
+        }
     }
 
     #[test]
