@@ -38,9 +38,9 @@ for which in base this; do
 done
 awk '$1 == "base" {i = $2; m = $3} $1 == "this" {printf "ratio this/base: instructions %.4f, mispredicted %.4f\n", $2 / i, $3 / m}' \
   "$scratch/rows"
-if diff <(cd "$scratch/out.base" && find . -type f -exec sha256sum {} + | sort -k2) \
-        <(cd "$scratch/out.this" && find . -type f -exec sha256sum {} + | sort -k2) >/dev/null; then
-  echo "tables: identical"
+source scripts/check-common.sh
+if shards=$(same_shards "$scratch/out.base" "$scratch/out.this"); then
+  echo "tables: identical ($shards shards)"
 else
   echo "tables: DIFFER" >&2
   exit 1

@@ -136,18 +136,15 @@ const ROW_PATTERNS: [[[u16; MAX_ROW_RADIX]; 6]; 6] = {
 /// ([`Odometer::image_number`]).
 const MIRRORED_DIGIT: [[[u8; MAX_ROW_RADIX]; 6]; 6] = {
     let mut table = [[[u8::MAX; MAX_ROW_RADIX]; 6]; 6];
-    let mut m = 0;
-    while m < 32 {
-        let mut o = 0;
-        while o < 32 {
-            if m & o == 0 {
-                let mc = (m as u32).count_ones() as usize;
-                let oc = (o as u32).count_ones() as usize;
-                table[mc][oc][ROW_DIGIT[m][o] as usize] = ROW_DIGIT[reverse_row(m)][reverse_row(o)] as u8;
-            }
-            o += 1;
+    // Every (mover count, opponent count, digit) in turn.
+    let mut i = 0;
+    while i < 6 * 6 * MAX_ROW_RADIX {
+        let (mc, oc, digit) = (i / (6 * MAX_ROW_RADIX), i / MAX_ROW_RADIX % 6, i % MAX_ROW_RADIX);
+        let packed = ROW_PATTERNS[mc][oc][digit] as usize;
+        if packed != u16::MAX as usize {
+            table[mc][oc][digit] = ROW_DIGIT[reverse_row(packed & 31)][reverse_row(packed >> 5)] as u8;
         }
-        m += 1;
+        i += 1;
     }
     table
 };
@@ -875,6 +872,8 @@ mod tests {
                     let packed = ROW_PATTERNS[mc][oc][digit] as usize;
                     assert_ne!(packed, u16::MAX as usize, "hole at {mc} {oc} {digit}");
                     assert_eq!(ROW_DIGIT[packed & 31][packed >> 5] as usize, digit);
+                    let mirrored = ROW_DIGIT[reverse_row(packed & 31)][reverse_row(packed >> 5)];
+                    assert_eq!(MIRRORED_DIGIT[mc][oc][digit] as u16, mirrored);
                 }
             }
         }
