@@ -237,44 +237,23 @@ pub(super) fn landing_counts(group: &Group, from_row: usize, to_row: usize, capt
     (turned_mover, moved)
 }
 
-/// Sets the bytes of card states `states` in one layout's 30 `values`.
+/// Sets the bytes of card states `states` in one layout's `values`.
 ///
-/// Eight bytes at a time, each blended under the mask of its eight states
-/// ([`BYTE_MASKS`]), the last eight overlapping the third (bytes 22..24 are
-/// blended twice, alike), so no byte outside the layout is touched: a
-/// neighbouring layout may be another worker's. (A store per state, in a
-/// loop whose end no branch predictor learns, was about 3% of the 6-men
-/// run's samples.)
+/// A store per state: stores into lines the cache does not hold retire
+/// without waiting for them, where blending eight bytes at a time under a
+/// mask loads the layout's bytes first. That was 23% fewer mispredicted
+/// branches at 4 men, whose table the cache holds, and about 5% more CPU
+/// time at 6 men, whose 1 GB of value bytes it does not
+/// (docs/BENCHMARKS.md, session 43).
 #[inline]
 pub(super) fn set_values(values: &mut [u8], states: u32, byte: u8) {
-    let values: &mut [u8; CARD_STATES] = values.try_into().expect("a layout has 30 value bytes");
-    debug_assert_eq!(states & !ALL_CARD_STATES, 0, "30 card states");
-    let fill = u64::from_le_bytes([byte; 8]);
-    for first in [0, 8, 16, CARD_STATES - 8] {
-        let mask = BYTE_MASKS[(states >> first) as usize & 0xff];
-        let chunk: &mut [u8; 8] = (&mut values[first..first + 8]).try_into().expect("8 bytes");
-        let old = u64::from_le_bytes(*chunk);
-        *chunk = ((old & !mask) | (fill & mask)).to_le_bytes();
+    let mut rest = states;
+    while rest != 0 {
+        let k = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        values[k] = byte;
     }
 }
-
-/// `BYTE_MASKS[bits]`: byte i (little-endian) is 0xff where bit i of `bits`
-/// is set, else 0.
-static BYTE_MASKS: [u64; 256] = {
-    let mut masks = [0u64; 256];
-    let mut bits = 0;
-    while bits < 256 {
-        let mut i = 0;
-        while i < 8 {
-            if bits >> i & 1 != 0 {
-                masks[bits] |= 0xff << (8 * i);
-            }
-            i += 1;
-        }
-        bits += 1;
-    }
-    masks
-};
 
 /// One unit of work: placements `start..end` of one group of a material
 /// with `p` mover and `q` opponent pieces.
