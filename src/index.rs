@@ -442,7 +442,6 @@ impl Odometer<'_> {
                 self.digits[row] = 0;
             }
             let new = unpack_patterns(self.patterns[row][self.digits[row] as usize]);
-
             mover ^= (old.0 ^ new.0) << (5 * row);
             opponent ^= (old.1 ^ new.1) << (5 * row);
             if !carry {
