@@ -443,7 +443,7 @@ pub(super) fn initialize(
     let mirror = moves.mirror.as_ref();
     for_each_placement(unit.group, unit.start, unit.end, None, |i, mover, opponent, at| {
         let place = Placement::new(mover, opponent);
-        let image = match mirrored(mirror, &unit, i, &place, at) {
+        let image = match mirrored(mirror, &unit, i, (mover, opponent), at) {
             Mirrored::Skipped => return,
             Mirrored::Writes(image) => Some(image),
             Mirrored::Own => None,
@@ -910,7 +910,7 @@ impl Image {
 /// of `unit` (see [`Mirrored`]), the odometer being `at` it. Solved is the
 /// one of each pair that comes first.
 #[inline(always)]
-fn mirrored(mirror: Option<&Mirror>, unit: &Unit, i: usize, place: &Placement, at: &Odometer) -> Mirrored {
+fn mirrored(mirror: Option<&Mirror>, unit: &Unit, i: usize, (mover, opponent): (u32, u32), at: &Odometer) -> Mirrored {
     if mirror.is_none() {
         return Mirrored::Own;
     }
@@ -923,9 +923,9 @@ fn mirrored(mirror: Option<&Mirror>, unit: &Unit, i: usize, place: &Placement, a
     if (image as usize) < i {
         return Mirrored::Skipped;
     }
-    let (mover, opponent) = (mirror::board(place.mover), mirror::board(place.opponent));
-    debug_assert_eq!(mirror::image_number(unit.group, place.mover, place.opponent), Some((image, mover, opponent)));
-    Mirrored::Writes(Image { first: image as usize * p * q, mover, opponent })
+    let (image_mover, image_opponent) = (mirror::board(mover), mirror::board(opponent));
+    debug_assert_eq!(mirror::image_number(unit.group, mover, opponent), Some((image, image_mover, image_opponent)));
+    Mirrored::Writes(Image { first: image as usize * p * q, mover: image_mover, opponent: image_opponent })
 }
 
 /// The quiet board moves of one placement (captures are left out: they win
@@ -1292,13 +1292,14 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
     for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent, at| {
         let first = i * p * q;
         debug_assert!(is_live(own.live, own.lane_start + first));
-        let place = Placement::new(mover, opponent);
-        let image = match mirrored(input.mirror, &unit, i, &place, at) {
+        let image = match mirrored(input.mirror, &unit, i, (mover, opponent), at) {
             Mirrored::Skipped => return,
             Mirrored::Writes(image) => Some(image),
             Mirrored::Own => None,
         };
         let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
+        // Only now: most visits of a late step find every layout decided.
+        let place = Placement::new(mover, opponent);
         if own.capture_due {
             own.values.prefetch_due(first, p * q, depth);
         }
@@ -1435,8 +1436,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         // The placement's flag, found as the mirror's win steps find their
         // landing blocks': by its first word's lane element.
         let flag = own.lane_start + first;
-        let place = Placement::new(mover, opponent);
-        let image = match mirrored(input.mirror, &unit, i, &place, at) {
+        let image = match mirrored(input.mirror, &unit, i, (mover, opponent), at) {
             // Its words and fresh flag are the placement's solved for it.
             Mirrored::Skipped => return,
             Mirrored::Writes(image) => Some(image),
@@ -1448,9 +1448,6 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             report.modified = true;
         }
         if let Some(image) = &image {
-            // Written when the placement decides something, after its fold:
-            // ask for them now (the image lies elsewhere in the group).
-            prefetch_words(own.lost, image.first, p * q);
             // Its fresh flag (which the placement solved for it keeps, with
             // `PlacementFlags::put`: the unit's writer leaves it alone)
             // says whether there is anything to clear: the image lies
@@ -1467,6 +1464,13 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             flags.clear(flag);
         }
         let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
+        // Only now: most visits of a late step find every layout decided.
+        let place = Placement::new(mover, opponent);
+        if let Some(image) = &image {
+            // Written when the placement decides something, after its fold:
+            // ask for them now (the image lies elsewhere in the group).
+            prefetch_words(own.lost, image.first, p * q);
+        }
         if own.capture_due {
             own.values.prefetch_due(first, p * q, depth);
         }
