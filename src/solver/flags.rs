@@ -142,6 +142,12 @@ impl PlacementFlags {
         Self::filled(elements, block_words, 0)
     }
 
+    /// A copy of the flags as they are now.
+    pub fn copy(&self) -> PlacementFlags {
+        let words = self.words.iter().map(|word| AtomicU64::new(word.load(Ordering::Relaxed))).collect();
+        PlacementFlags { words, shift: self.shift, block_words: self.block_words }
+    }
+
     fn filled(elements: usize, block_words: usize, word: u64) -> PlacementFlags {
         let shift = block_words.ilog2();
         let words = Self::flags(elements, shift).div_ceil(64);
@@ -409,6 +415,22 @@ mod tests {
         assert_eq!(live.set_runs(2048, placements).count(), 0, "the third segment has none");
         let all = PlacementFlags::all_set(3 * 1024, block_words);
         assert_eq!(all.set_runs(1024, placements).collect::<Vec<_>>(), vec![0..placements]);
+    }
+
+    /// A copy holds the flags as they were, and changes apart from them.
+    #[test]
+    fn a_copy_is_a_snapshot() {
+        let block_words = 9;
+        let flags = PlacementFlags::all_clear(4096, block_words);
+        for at in [0, 9 * 7, 9 * 64, 9 * 300] {
+            flags.put(at, true);
+        }
+        let copy = flags.copy();
+        flags.put(9 * 7, false);
+        copy.put(9 * 65, true);
+        let set = |f: &PlacementFlags| (0..4096 / 9).filter(|k| f.get(k * 9)).collect::<Vec<_>>();
+        assert_eq!(set(&copy), vec![0, 7, 64, 65, 300]);
+        assert_eq!(set(&flags), vec![0, 64, 300]);
     }
 
     /// Flags start set; writers over units of blocks give each block the

@@ -1411,8 +1411,15 @@ pub(super) struct LossLanes<'a> {
     /// window's plane buffers (streamed), of the unit's first layout: it
     /// numbers [`PlacementFlags`].
     pub lane_start: usize,
-    /// Streamed: the window's live flags (see [`is_live`]).
+    /// Streamed: the window's live flags (see [`is_live`]); resident, the
+    /// placements still open (`Work::open`).
     pub live: Option<&'a PlacementFlags>,
+    /// Resident: a placement the step finds with every state decided
+    /// (its `fresh` words and flag cleared just before) is dropped from
+    /// `live`, for good: nothing sets those words again, so later steps
+    /// would only find the same. (Streamed, `live` says which words a
+    /// window holds, and stays.)
+    pub drop_decided: bool,
 }
 
 /// Even step: states all of whose moves lead to wins (in fewer than `depth`
@@ -1463,7 +1470,12 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         if let Some(flags) = own_flags.as_mut() {
             flags.clear(flag);
         }
-        let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
+        let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else {
+            if let Some(live) = own.live.filter(|_| own.drop_decided) {
+                live.put(flag, false);
+            }
+            return;
+        };
         // Only now: most visits of a late step find every layout decided.
         let place = Placement::new(mover, opponent);
         if let Some(image) = &image {

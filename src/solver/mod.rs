@@ -50,7 +50,7 @@ mod work_files;
 
 use crate::blockio::{IoBackendKind, IoChoice};
 use crate::index::{Material, MaterialIndex};
-use crate::rules::{CARD_STATES, MAX_PIECES_PER_SIDE, Rules};
+use crate::rules::{ALL_CARD_STATES, CARD_STATES, MAX_PIECES_PER_SIDE, Rules};
 use crate::table::{SolvedMaterial, Table};
 use crate::value::{MAX_LOSS_PLIES, Value};
 use checkpoint::{Checkpoint, PairRecord, WorkRecord};
@@ -290,6 +290,13 @@ struct Work {
     /// streamed pairs store their `held` and `capture` compacted to them
     /// (`compact`).
     solved: Option<SolvedPlacements>,
+    /// Resident: the placements the steps walk, a flag per placement
+    /// numbered by its first plane element: the solved ones (every one
+    /// without a mirror), each until a loss step finds all its states
+    /// decided and drops it (`kernel::LossLanes::drop_decided`). Two
+    /// thirds of the 6-men visits found every state decided before
+    /// (95.9 M of 145.9 M, counted once). Set when the steps begin.
+    open: Option<PlacementFlags>,
     /// Streamed: the groups whose layouts outside their sparse records
     /// (all layouts, if dense) were all decided before the steps of the
     /// current depth began, so a loss step of the mirror reads holes there
@@ -349,6 +356,7 @@ impl Work {
             kept: None,
             fresh_placements: None,
             solved: None,
+            open: None,
             landing_holes: Vec::new(),
         })
     }
@@ -572,8 +580,8 @@ struct Own<'a> {
     due: &'a mut [u32],
     /// Resident: [`ResidentLanes::next_event`] (empty when streamed).
     next_event: &'a mut [u8],
-    /// Streamed: which placements a step looks at (the window's live
-    /// flags, see `sparse`); resident, all of them.
+    /// Which placements a step looks at: streamed, the window's live
+    /// flags (see `sparse`); resident, [`Work::open`].
     live: Option<&'a PlacementFlags>,
 }
 
@@ -724,6 +732,7 @@ fn run_step(
                 capture_due: due(g),
                 lane_start: r.start,
                 live: own_live,
+                drop_decided: matches!(mode, ValueMode::Written),
             };
             let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
             kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own)
@@ -836,6 +845,30 @@ fn groups_to_visit(this: &Work, target: &Work, depth: u16, among: &[usize]) -> V
             schedule::landing_groups(group, &target.index).into_iter().any(|t| target.changed.last[t])
         })
         .collect()
+}
+
+/// Debug builds, after each resident step: every placement dropped from
+/// [`Work::open`] has all its states decided and no `fresh` word (so that
+/// walking it again would change nothing).
+fn check_dropped(
+    index: &MaterialIndex,
+    planes: &LaneLayout,
+    (solved, open): (Option<&SolvedPlacements>, Option<&PlacementFlags>),
+    lanes: &ResidentLanes,
+) {
+    let open = open.expect("resident steps walk the open placements");
+    let words = index.material.mover as usize * index.material.opponent as usize;
+    for (g, group) in index.groups().iter().enumerate() {
+        let origin = (planes.segment(g).start / 4) as usize;
+        for first in (origin..origin + group.layouts as usize).step_by(words) {
+            if solved.is_none_or(|solved| solved.flags().get(first)) && !open.get(first) {
+                let n = first..first + words;
+                let decided =
+                    lanes.won[n.clone()].iter().zip(&lanes.lost[n.clone()]).all(|(w, l)| w | l == ALL_CARD_STATES);
+                assert!(decided && lanes.fresh[n].iter().all(|&w| w == 0), "placement at {first} of group {g} dropped");
+            }
+        }
+    }
 }
 
 /// The material to update and the one its quiet moves land in (None when
@@ -1004,7 +1037,8 @@ fn step(
             let visit = groups_to_visit(this, other.unwrap_or(this), depth, &all);
             let units = step_units(moves, &this.index, &visit);
             let win_step = depth % 2 == 1;
-            let Work { index, planes, values, storage, sides, groups, kept, fresh_placements, solved, .. } = &mut *this;
+            let Work { index, planes, values, storage, sides, groups, kept, fresh_placements, solved, open, .. } =
+                &mut *this;
             let fresh_placements = &*fresh_placements;
             let landing_fresh = other.map_or(fresh_placements, |o| &o.fresh_placements).as_ref();
             let groups = &*groups;
@@ -1032,8 +1066,11 @@ fn step(
                 let data = if depth % 2 == 1 { &target.fresh[..] } else { &target.won[..] };
                 (&o.index, ReadRegion { map: map as &dyn SegmentMap, data })
             });
-            let own = Own { live: solved.as_ref().map(SolvedPlacements::flags), ..own_resident(lanes, &pm, &vm) };
+            let own = Own { live: open.as_ref(), ..own_resident(lanes, &pm, &vm) };
             let reports = run_step(&input, index, &units, own, landing_in, &due, ValueMode::Written);
+            if cfg!(debug_assertions) {
+                check_dropped(index, planes, (solved.as_ref(), open.as_ref()), lanes);
+            }
             results.push((units, reports));
         }
         Some((window, disk)) => {
@@ -1885,6 +1922,17 @@ pub fn solve_with(
         if moves.mirror.is_some() {
             for work in works.iter_mut() {
                 work.solved = Some(SolvedPlacements::new(&work.index, &work.planes));
+            }
+        }
+        if !streamed {
+            for work in works.iter_mut() {
+                work.open = Some(match &work.solved {
+                    Some(solved) => solved.flags().copy(),
+                    None => {
+                        let block = work.index.material.mover as usize * work.index.material.opponent as usize;
+                        PlacementFlags::all_set((work.planes.total_bytes() / 4) as usize, block)
+                    }
+                });
             }
         }
         let layouts = works.iter().map(|w| w.index.layouts()).sum();
