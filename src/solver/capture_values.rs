@@ -7,6 +7,9 @@
 //! It knows nothing of moves, boards or lanes: the caller finds each
 //! capture's successor bytes and cards (`kernel::fold_captures`).
 
+use super::layout_bytes::HIGH_START;
+#[cfg(all(target_arch = "x86_64", target_feature = "ssse3"))]
+use super::layout_bytes::{load, store};
 use crate::rules::{CARD_STATES, CARDS_PER_GAME, CardState, CardTables};
 use crate::value;
 
@@ -43,8 +46,6 @@ struct SlotShuffle {
     high: [u8; 16],
 }
 
-/// First state of the vector fold's upper half: 30 - 16.
-const HIGH_START: usize = CARD_STATES - 16;
 /// A shuffle index that makes a zero byte.
 const ZERO_BYTE: u8 = 0x80;
 
@@ -153,28 +154,6 @@ impl CaptureValues {
         store(high, &mut values[HIGH_START..]);
         store(low, &mut values[..16]);
     }
-}
-
-/// 16 bytes as a vector (safe: two 8-byte reads the compiler merges).
-#[cfg(all(target_arch = "x86_64", target_feature = "ssse3"))]
-#[target_feature(enable = "sse2")]
-#[inline]
-fn load(bytes: &[u8]) -> std::arch::x86_64::__m128i {
-    let bytes: &[u8; 16] = bytes.try_into().expect("16 bytes");
-    let half = |i: usize| i64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
-    std::arch::x86_64::_mm_set_epi64x(half(8), half(0))
-}
-
-/// A vector into 16 bytes.
-#[cfg(all(target_arch = "x86_64", target_feature = "ssse3"))]
-#[target_feature(enable = "sse2")]
-#[inline]
-fn store(vector: std::arch::x86_64::__m128i, bytes: &mut [u8]) {
-    use std::arch::x86_64::*;
-    let low = _mm_cvtsi128_si64(vector);
-    let high = _mm_cvtsi128_si64(_mm_unpackhi_epi64(vector, vector));
-    bytes[..8].copy_from_slice(&low.to_le_bytes());
-    bytes[8..16].copy_from_slice(&high.to_le_bytes());
 }
 
 #[cfg(test)]

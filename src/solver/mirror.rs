@@ -12,6 +12,7 @@
 //! Owns which sets are mirror-closed, the card-state permutation and the
 //! mirror of squares and boards. Knows nothing of lanes or steps.
 
+use super::layout_bytes::Permutation;
 use crate::index::Group;
 use crate::rules::{CARD_STATES, CARDS_PER_GAME, CardSet, CardState};
 
@@ -67,8 +68,9 @@ pub(super) fn is_image(group: &Group, placement: u64, mover: u32, opponent: u32)
 pub(super) struct Mirror {
     /// By byte of the word (0 lowest) and its value: the images' bits.
     states_by_byte: [[u32; 256]; 4],
-    /// By card state: its image's number.
-    image_state: [u8; CARD_STATES],
+    /// A layout's value bytes to its image's: the byte of state k goes
+    /// to the image of k.
+    to_image: Permutation,
 }
 
 impl Mirror {
@@ -104,8 +106,12 @@ impl Mirror {
                 }
             }
         }
-        let image_state = std::array::from_fn(|k| image_of(CardState::new(k)).index() as u8);
-        Some(Mirror { states_by_byte, image_state })
+        // The image's byte j is the byte of the state whose image is j.
+        let mut from = [0u8; CARD_STATES];
+        for k in CardState::all() {
+            from[image_of(k).index()] = k.index() as u8;
+        }
+        Some(Mirror { states_by_byte, to_image: Permutation::new(from) })
     }
 
     /// A layout's value bytes (one per card state) as its image's: the
@@ -114,9 +120,7 @@ impl Mirror {
     pub fn values(&self, values: &[u8], image: &mut [u8]) {
         let (values, image): (&[u8; CARD_STATES], &mut [u8; CARD_STATES]) =
             (values.try_into().expect("a layout's bytes"), image.try_into().expect("a layout's bytes"));
-        for (k, &byte) in values.iter().enumerate() {
-            image[self.image_state[k] as usize] = byte;
-        }
+        self.to_image.apply(values, image);
     }
 
     /// The images of the card states in `word`.

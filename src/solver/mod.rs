@@ -40,6 +40,7 @@ mod entries;
 mod flags;
 mod kernel;
 pub mod lanes;
+mod layout_bytes;
 mod mirror;
 mod move_lists;
 mod packed_values;

@@ -1,0 +1,229 @@
+//! A layout's 30 value bytes (one per card state) worked on whole: on
+//! x86_64 as two overlapping 16-byte vectors, states 0..16 and 14..30, so
+//! that both are whole loads and stores inside the layout's bytes; the
+//! scalar definitions serve other targets, and debug builds (the tests
+//! included) check every vector result against them.
+//!
+//! Owns only that byte plumbing: what a byte means is `value`'s, which
+//! states to set or how to permute them is the caller's.
+
+use crate::rules::CARD_STATES;
+
+/// First state of the upper vector: 30 - 16.
+pub(super) const HIGH_START: usize = CARD_STATES - 16;
+/// A shuffle index that makes a zero byte.
+const ZERO_BYTE: u8 = 0x80;
+
+/// Sets the bytes of card states `states` (bit k: state k) to `byte`, by
+/// loading, blending and storing both vectors: for bytes the cache holds
+/// (initialisation has just read them). Steps set bytes the cache does
+/// not hold, and a store per state is cheaper there (`kernel::set_values`).
+#[inline(always)]
+pub(super) fn set_cached(values: &mut [u8; CARD_STATES], states: u32, byte: u8) {
+    #[cfg(debug_assertions)]
+    let expected = {
+        let mut expected = *values;
+        set_scalar(&mut expected, states, byte);
+        expected
+    };
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse4.1"))]
+    // SAFETY: the only requirement of a `target_feature` function is that
+    // the CPU has the feature, and this build assumes it for every function
+    // (the `cfg` above: `.cargo/config.toml` builds for x86-64-v2, which has
+    // SSE4.1).
+    unsafe {
+        set_vector(values, states, byte)
+    };
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse4.1")))]
+    set_scalar(values, states, byte);
+    #[cfg(debug_assertions)]
+    debug_assert_eq!(*values, expected, "the vector fill agrees with the scalar definition");
+}
+
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse4.1", not(debug_assertions)), allow(dead_code))]
+fn set_scalar(values: &mut [u8; CARD_STATES], states: u32, byte: u8) {
+    for (k, value) in values.iter_mut().enumerate() {
+        if states >> k & 1 != 0 {
+            *value = byte;
+        }
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", target_feature = "sse4.1"))]
+#[target_feature(enable = "sse4.1")]
+#[inline]
+fn set_vector(values: &mut [u8; CARD_STATES], states: u32, byte: u8) {
+    use std::arch::x86_64::*;
+    let fill = _mm_set1_epi8(byte as i8);
+    let low = _mm_blendv_epi8(load(&values[..16]), fill, byte_mask(states));
+    let high = _mm_blendv_epi8(load(&values[HIGH_START..]), fill, byte_mask(states >> HIGH_START));
+    // The halves agree on the states they share.
+    store(high, &mut values[HIGH_START..]);
+    store(low, &mut values[..16]);
+}
+
+/// 0xff in byte i where bit i of `bits` is set (i < 16), else 0.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse4.1"))]
+#[target_feature(enable = "sse4.1")]
+#[inline]
+fn byte_mask(bits: u32) -> std::arch::x86_64::__m128i {
+    use std::arch::x86_64::*;
+    // Bytes 0..8 get the low byte of `bits`, 8..16 the next.
+    let spread = _mm_shuffle_epi8(_mm_set1_epi16(bits as u16 as i16), _mm_set_epi64x(0x0101_0101_0101_0101, 0));
+    let bit = _mm_set1_epi64x(0x8040_2010_0804_0201_u64 as i64);
+    _mm_cmpeq_epi8(_mm_and_si128(spread, bit), bit)
+}
+
+/// A fixed permutation of a layout's bytes: `out[j] = values[from[j]]`.
+#[derive(Clone, Copy)]
+pub(super) struct Permutation {
+    from: [u8; CARD_STATES],
+    /// Shuffles of the vector version: the low (states 0..16) and high
+    /// (14..30) output vectors, each from the low and the high input
+    /// vector (an index per output byte, [`ZERO_BYTE`] where the other
+    /// input vector gives it).
+    #[cfg_attr(not(all(target_arch = "x86_64", target_feature = "ssse3")), allow(dead_code))]
+    shuffles: [[[u8; 16]; 2]; 2],
+}
+
+impl Permutation {
+    /// The permutation taking byte `from[j]` to `j`. Panics if `from` is
+    /// not a permutation of 0..30.
+    pub fn new(from: [u8; CARD_STATES]) -> Permutation {
+        let mut seen = [false; CARD_STATES];
+        for &k in &from {
+            assert!(!std::mem::replace(&mut seen[k as usize], true), "state {k} taken twice");
+        }
+        let shuffle = |first_out: usize, input: usize| -> [u8; 16] {
+            std::array::from_fn(|i| {
+                let source = from[first_out + i] as usize;
+                // A byte of both input vectors (14, 15) comes from the low.
+                let in_low = source < 16;
+                match (input, in_low) {
+                    (0, true) => source as u8,
+                    (1, false) => (source - HIGH_START) as u8,
+                    _ => ZERO_BYTE,
+                }
+            })
+        };
+        let shuffles = [[shuffle(0, 0), shuffle(0, 1)], [shuffle(HIGH_START, 0), shuffle(HIGH_START, 1)]];
+        Permutation { from, shuffles }
+    }
+
+    /// `out[j] = values[from[j]]` for every j.
+    #[inline(always)]
+    pub fn apply(&self, values: &[u8; CARD_STATES], out: &mut [u8; CARD_STATES]) {
+        #[cfg(all(target_arch = "x86_64", target_feature = "ssse3"))]
+        // SAFETY: as in `set_cached`: this build assumes SSSE3.
+        unsafe {
+            self.apply_vector(values, out)
+        };
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "ssse3")))]
+        self.apply_scalar(values, out);
+        #[cfg(debug_assertions)]
+        {
+            let mut expected = [0; CARD_STATES];
+            self.apply_scalar(values, &mut expected);
+            debug_assert_eq!(*out, expected, "the vector permutation agrees with the scalar definition");
+        }
+    }
+
+    #[cfg_attr(all(target_arch = "x86_64", target_feature = "ssse3", not(debug_assertions)), allow(dead_code))]
+    fn apply_scalar(&self, values: &[u8; CARD_STATES], out: &mut [u8; CARD_STATES]) {
+        for (out, &k) in out.iter_mut().zip(&self.from) {
+            *out = values[k as usize];
+        }
+    }
+
+    #[cfg(all(target_arch = "x86_64", target_feature = "ssse3"))]
+    #[target_feature(enable = "ssse3")]
+    #[inline]
+    fn apply_vector(&self, values: &[u8; CARD_STATES], out: &mut [u8; CARD_STATES]) {
+        use std::arch::x86_64::*;
+        let input = [load(&values[..16]), load(&values[HIGH_START..])];
+        let [low, high] = self.shuffles.map(|[from_low, from_high]| {
+            _mm_or_si128(_mm_shuffle_epi8(input[0], load(&from_low)), _mm_shuffle_epi8(input[1], load(&from_high)))
+        });
+        store(high, &mut out[HIGH_START..]);
+        store(low, &mut out[..16]);
+    }
+}
+
+/// 16 bytes as a vector (safe: two 8-byte reads the compiler merges).
+#[cfg(all(target_arch = "x86_64", target_feature = "ssse3"))]
+#[target_feature(enable = "sse2")]
+#[inline]
+pub(super) fn load(bytes: &[u8]) -> std::arch::x86_64::__m128i {
+    let bytes: &[u8; 16] = bytes[..16].try_into().expect("16 bytes");
+    let half = |i: usize| i64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
+    std::arch::x86_64::_mm_set_epi64x(half(8), half(0))
+}
+
+/// A vector into 16 bytes.
+#[cfg(all(target_arch = "x86_64", target_feature = "ssse3"))]
+#[target_feature(enable = "sse2")]
+#[inline]
+pub(super) fn store(vector: std::arch::x86_64::__m128i, bytes: &mut [u8]) {
+    use std::arch::x86_64::*;
+    let low = _mm_cvtsi128_si64(vector);
+    let high = _mm_cvtsi128_si64(_mm_unpackhi_epi64(vector, vector));
+    bytes[..8].copy_from_slice(&low.to_le_bytes());
+    bytes[8..16].copy_from_slice(&high.to_le_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn xorshift(seed: &mut u32) -> u32 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 17;
+        *seed ^= *seed << 5;
+        *seed
+    }
+
+    /// Setting bytes writes exactly the given states' bytes, whatever the
+    /// bytes were (the debug check inside compares with the scalar loop;
+    /// this compares with a third writing).
+    #[test]
+    fn set_cached_writes_the_states_bytes_only() {
+        let mut seed = 0x1234_5679;
+        for round in 0..3000 {
+            let states = match round {
+                0 => 0,
+                1 => (1 << CARD_STATES) - 1,
+                _ => xorshift(&mut seed) & ((1 << CARD_STATES) - 1),
+            };
+            let byte = xorshift(&mut seed) as u8;
+            let before: [u8; CARD_STATES] = std::array::from_fn(|_| xorshift(&mut seed) as u8);
+            let mut got = before;
+            set_cached(&mut got, states, byte);
+            let expected: [u8; CARD_STATES] =
+                std::array::from_fn(|k| if states >> k & 1 != 0 { byte } else { before[k] });
+            assert_eq!(got, expected, "states {states:#x}");
+        }
+    }
+
+    /// A permutation moves every byte where it says, for random
+    /// permutations and bytes; a repeated source is refused.
+    #[test]
+    fn permutations_move_each_byte_where_they_say() {
+        let mut seed = 0x9e37_79b9;
+        for _ in 0..500 {
+            let mut from: [u8; CARD_STATES] = std::array::from_fn(|k| k as u8);
+            for k in (1..CARD_STATES).rev() {
+                from.swap(k, xorshift(&mut seed) as usize % (k + 1));
+            }
+            let permutation = Permutation::new(from);
+            let values: [u8; CARD_STATES] = std::array::from_fn(|_| xorshift(&mut seed) as u8);
+            let mut out = [0; CARD_STATES];
+            permutation.apply(&values, &mut out);
+            for j in 0..CARD_STATES {
+                assert_eq!(out[j], values[from[j] as usize]);
+            }
+        }
+        let mut twice: [u8; CARD_STATES] = std::array::from_fn(|k| k as u8);
+        twice[3] = 4;
+        assert!(std::panic::catch_unwind(|| Permutation::new(twice)).is_err());
+    }
+}
