@@ -1652,17 +1652,20 @@ mod tests {
     use crate::index::Material;
     use crate::rules::CardSet;
 
+    /// The tests' random numbers (xorshift32).
+    fn xorshift(seed: &mut u32) -> u32 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 17;
+        *seed ^= *seed << 5;
+        *seed
+    }
+
     /// `set_values` writes exactly the bytes of the given states, a state
     /// at a time by definition, and nothing around the layout.
     #[test]
     fn set_values_writes_the_states_bytes_only() {
         let mut seed = 0x2545_f491_u32;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            seed
-        };
+        let mut next = || xorshift(&mut seed);
         for round in 0..2000 {
             let states = match round {
                 0 => 0,
@@ -1736,12 +1739,7 @@ mod tests {
     #[test]
     fn capture_events_are_the_capture_states_depths() {
         let mut seed = 0x2468_ace1_u32;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            seed
-        };
+        let mut next = || xorshift(&mut seed);
         for round in 0..3000 {
             // Every byte a value can have: losses 1..=127, a draw, wins.
             let values: [u8; CARD_STATES] = std::array::from_fn(|_| (next() % 255) as u8 + 1);

@@ -384,6 +384,13 @@ impl Work {
         Ok((record, slots))
     }
 
+    /// What a [`PlacementFlags`] of the material's placements is made
+    /// with: its plane lanes' elements and the words of a placement.
+    fn placement_flags_shape(&self) -> (usize, usize) {
+        let per_placement = self.index.material.mover as usize * self.index.material.opponent as usize;
+        ((self.planes.total_bytes() / 4) as usize, per_placement)
+    }
+
     /// Lane bytes of the material: what holding it resident costs.
     fn resident_bytes(index: &MaterialIndex) -> u64 {
         ResidentLanes::bytes(&LaneLayout::new(index, 4), &LaneLayout::new(index, CARD_STATES as u64))
@@ -1930,8 +1937,8 @@ pub fn solve_with(
                 work.open = Some(match &work.solved {
                     Some(solved) => solved.flags().copy(),
                     None => {
-                        let block = work.index.material.mover as usize * work.index.material.opponent as usize;
-                        PlacementFlags::all_set((work.planes.total_bytes() / 4) as usize, block)
+                        let (elements, block) = work.placement_flags_shape();
+                        PlacementFlags::all_set(elements, block)
                     }
                 });
             }
@@ -2075,13 +2082,7 @@ fn keep_move_lists(moves: &MoveTable, works: &mut [Work], spare_bytes: Option<u6
         return;
     }
     // Fresh flags: (plane lane elements, words per block) per material.
-    let flags: Vec<(usize, usize)> = works
-        .iter()
-        .map(|work| {
-            let per_placement = work.index.material.mover as usize * work.index.material.opponent as usize;
-            ((work.planes.total_bytes() / 4) as usize, per_placement)
-        })
-        .collect();
+    let flags: Vec<(usize, usize)> = works.iter().map(Work::placement_flags_shape).collect();
     let need: u64 = counted.iter().map(CountedMoves::list_bytes).sum::<u64>()
         + flags.iter().map(|&(elements, block)| PlacementFlags::bytes(elements, block)).sum::<u64>();
     if spare_bytes.is_some_and(|spare| spare < need) {
