@@ -34,61 +34,123 @@ pub struct Stats {
     pub longest_loss_plies: u16,
 }
 
-/// Value bytes counted per task: big enough to amortise rayon, small
-/// enough that one counter of a chunk fits a u32.
+/// Value bytes counted per task: big enough to amortise rayon.
 const STATS_CHUNK_BYTES: usize = 1 << 20;
-const _: () = assert!(STATS_CHUNK_BYTES <= u32::MAX as usize);
+
+/// Bytes [`ByteClasses::of`] takes side by side: one SSE2 vector. Wider
+/// spilled the counters out of registers.
+const CLASS_LANES: usize = 16;
+/// Vectors of bytes counted into one-byte counters before they are summed
+/// into wide ones: a byte counter holds up to 255.
+const CLASS_ROUNDS: usize = u8::MAX as usize;
+/// A win byte less [`WIN_BASE`] is 0..=126 (the deeper the win, the
+/// smaller); every other byte becomes 127..=255.
+const WIN_BASE: u8 = DRAW + 1;
+
+/// What a slice of value bytes holds, by the classes of the value encoding
+/// ([`crate::value`]): enough to give its [`Stats`]. Counted without a
+/// histogram: every class is a comparison the compiler turns into vector
+/// code (at 6 men a histogram of the table's 1.1 GB was about 0.5 s of CPU
+/// time, 42% of writing the table; docs/BENCHMARKS.md, session 45).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ByteClasses {
+    bytes: u64,
+    holes: u64,
+    /// Bytes 128..=255: draws and wins.
+    draws_or_wins: u64,
+    draws: u64,
+    wins_in_1: u64,
+    /// The largest byte as `i8`: the deepest loss if positive.
+    deepest_loss: i8,
+    /// The smallest byte less [`WIN_BASE`]: the deepest win if below 127.
+    deepest_win: u8,
+}
+
+impl ByteClasses {
+    fn of(values: &[u8]) -> ByteClasses {
+        let mut rounds = values.chunks_exact(CLASS_LANES * CLASS_ROUNDS);
+        let mut classes = (&mut rounds).map(Self::of_vectors).fold(Self::of_vectors(&[]), Self::merge);
+        let rest = rounds.remainder();
+        let whole = rest.len() - rest.len() % CLASS_LANES;
+        classes = Self::merge(classes, Self::of_vectors(&rest[..whole]));
+        // The last bytes padded with holes, which are then taken off again
+        // (a hole changes neither deepest value).
+        let mut last = [NO_VALUE; CLASS_LANES];
+        last[..rest.len() - whole].copy_from_slice(&rest[whole..]);
+        let mut padded = Self::of_vectors(&last);
+        let padding = (CLASS_LANES - (rest.len() - whole)) as u64;
+        padded.bytes -= padding;
+        padded.holes -= padding;
+        Self::merge(classes, padded)
+    }
+
+    /// Counts whole vectors of bytes, at most [`CLASS_ROUNDS`] of them.
+    fn of_vectors(part: &[u8]) -> ByteClasses {
+        debug_assert!(part.len().is_multiple_of(CLASS_LANES) && part.len() <= CLASS_LANES * CLASS_ROUNDS);
+        let mut holes = [0u8; CLASS_LANES];
+        let mut high = [0u8; CLASS_LANES];
+        let mut draws = [0u8; CLASS_LANES];
+        let mut wins_in_1 = [0u8; CLASS_LANES];
+        let mut deepest_loss = [i8::MIN; CLASS_LANES];
+        let mut deepest_win = [u8::MAX; CLASS_LANES];
+        for vector in part.chunks_exact(CLASS_LANES) {
+            for k in 0..CLASS_LANES {
+                let byte = vector[k];
+                holes[k] += (byte == NO_VALUE) as u8;
+                high[k] += (byte >= DRAW) as u8;
+                draws[k] += (byte == DRAW) as u8;
+                wins_in_1[k] += (byte == u8::MAX) as u8;
+                deepest_loss[k] = deepest_loss[k].max(byte as i8);
+                deepest_win[k] = deepest_win[k].min(byte.wrapping_sub(WIN_BASE));
+            }
+        }
+        let sum = |lanes: [u8; CLASS_LANES]| lanes.iter().map(|&n| n as u64).sum::<u64>();
+        ByteClasses {
+            bytes: part.len() as u64,
+            holes: sum(holes),
+            draws_or_wins: sum(high),
+            draws: sum(draws),
+            wins_in_1: sum(wins_in_1),
+            deepest_loss: deepest_loss.into_iter().max().unwrap_or(i8::MIN),
+            deepest_win: deepest_win.into_iter().min().unwrap_or(u8::MAX),
+        }
+    }
+
+    fn merge(a: ByteClasses, b: ByteClasses) -> ByteClasses {
+        ByteClasses {
+            bytes: a.bytes + b.bytes,
+            holes: a.holes + b.holes,
+            draws_or_wins: a.draws_or_wins + b.draws_or_wins,
+            draws: a.draws + b.draws,
+            wins_in_1: a.wins_in_1 + b.wins_in_1,
+            deepest_loss: a.deepest_loss.max(b.deepest_loss),
+            deepest_win: a.deepest_win.min(b.deepest_win),
+        }
+    }
+
+    fn stats(self) -> Stats {
+        let wins = self.draws_or_wins - self.draws;
+        let states = self.bytes - self.holes;
+        let plies = |byte: u8| Value::from_byte(byte).and_then(Value::plies).unwrap_or(0);
+        Stats {
+            states,
+            win_in_1: self.wins_in_1,
+            wins,
+            losses: states - self.draws_or_wins,
+            draws: self.draws,
+            longest_win_plies: if wins > 0 { plies(self.deepest_win + WIN_BASE) } else { 0 },
+            longest_loss_plies: plies(self.deepest_loss.max(0) as u8),
+        }
+    }
+}
 
 impl Stats {
     /// Counts a slice of value bytes.
     pub fn of_values(values: &[u8]) -> Stats {
         values
             .par_chunks(STATS_CHUNK_BYTES)
-            .map(|chunk| {
-                // Four histograms, bytes dealt round-robin: runs of equal
-                // bytes (most of a table) would otherwise wait on the
-                // last increment of the same counter. A chunk's counts fit
-                // u32 (`STATS_CHUNK_BYTES`).
-                let mut partial = [[0u32; 256]; 4];
-                let mut quads = chunk.chunks_exact(4);
-                for quad in &mut quads {
-                    for (histogram, &byte) in partial.iter_mut().zip(quad) {
-                        histogram[byte as usize] += 1;
-                    }
-                }
-                for (histogram, &byte) in partial.iter_mut().zip(quads.remainder()) {
-                    histogram[byte as usize] += 1;
-                }
-                let histogram = std::array::from_fn(|b| partial.iter().map(|h| h[b] as u64).sum());
-                Stats::of_histogram(&histogram)
-            })
+            .map(|chunk| ByteClasses::of(chunk).stats())
             .reduce(Stats::default, Stats::merge)
-    }
-
-    fn of_histogram(histogram: &[u64; 256]) -> Stats {
-        let mut stats = Stats::default();
-        for (byte, &count) in histogram.iter().enumerate() {
-            if count == 0 || byte as u8 == NO_VALUE {
-                continue;
-            }
-            stats.states += count;
-            match Value::from_byte(byte as u8).expect("not a hole") {
-                Value::Win(plies) => {
-                    stats.wins += count;
-                    if plies == 1 {
-                        stats.win_in_1 += count;
-                    }
-                    stats.longest_win_plies = stats.longest_win_plies.max(plies);
-                }
-                Value::Loss(plies) => {
-                    stats.losses += count;
-                    stats.longest_loss_plies = stats.longest_loss_plies.max(plies);
-                }
-                Value::Draw => stats.draws += count,
-            }
-        }
-        debug_assert!(histogram[DRAW as usize] == stats.draws);
-        stats
     }
 
     pub fn merge(a: Stats, b: Stats) -> Stats {
@@ -167,5 +229,64 @@ impl Table {
             self.materials.iter().map(|m| (m.index.material, Stats::of_values(&m.values))).collect();
         let total = per.iter().map(|(_, s)| *s).fold(Stats::default(), Stats::merge);
         (total, per)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plain definition: every byte decoded.
+    fn stats_by_decoding(values: &[u8]) -> Stats {
+        let mut stats = Stats::default();
+        for value in values.iter().filter_map(|&byte| Value::from_byte(byte)) {
+            stats.states += 1;
+            match value {
+                Value::Win(plies) => {
+                    stats.wins += 1;
+                    stats.win_in_1 += (plies == 1) as u64;
+                    stats.longest_win_plies = stats.longest_win_plies.max(plies);
+                }
+                Value::Loss(plies) => {
+                    stats.losses += 1;
+                    stats.longest_loss_plies = stats.longest_loss_plies.max(plies);
+                }
+                Value::Draw => stats.draws += 1,
+            }
+        }
+        stats
+    }
+
+    #[test]
+    fn byte_classes_agree_with_decoding_every_byte() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        // Lengths around the vector and round sizes, bytes from every
+        // class and from a few only (runs of one byte overflow nothing).
+        let round = CLASS_LANES * CLASS_ROUNDS;
+        let lengths = [0, 1, 15, 16, 17, round - 1, round, round + 17, 3 * round + 7, STATS_CHUNK_BYTES + 5];
+        let alphabets: [&[u8]; 8] = [
+            &[0, 1, 127, 128, 129, 255],
+            &[255],
+            &[0],
+            &[128, 0],
+            &[127, 1, 128],
+            &[60, 127, 128],
+            &[1, 2, 200],
+            &[130, 5, 0],
+        ];
+        for &len in &lengths {
+            for alphabet in alphabets {
+                let values: Vec<u8> = (0..len).map(|_| alphabet[next() as usize % alphabet.len()]).collect();
+                assert_eq!(Stats::of_values(&values), stats_by_decoding(&values), "{len} bytes of {alphabet:?}");
+            }
+            let values: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            assert_eq!(Stats::of_values(&values), stats_by_decoding(&values), "{len} random bytes");
+        }
     }
 }
