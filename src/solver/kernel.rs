@@ -526,8 +526,8 @@ pub(super) fn initialize(
                 if let Some(next_event) = own.next_event.as_deref_mut() {
                     next_event[m] = NO_EVENT;
                 }
-                let (values, image_values) = layout_bytes_and_other(own.values, n, m);
-                mirror.values(values, image_values);
+                // Its value bytes are written when the pair is finished
+                // (`mirror_values`): nothing reads them before.
                 if lost_now != 0 {
                     sides.mark_changed(&layout);
                     report.lost_at_start += lost_now.count_ones() as u64;
@@ -538,6 +538,26 @@ pub(super) fn initialize(
         }
     });
     report
+}
+
+/// A mirroring pair's images' value bytes, from the placements solved for
+/// them (finished: every state decided or a draw), for a unit of whole
+/// groups. Steps write only the solved placements' bytes: an image's lie
+/// elsewhere in the group, a cache miss to write at each decision, and
+/// nothing reads them before the pair is finished (an image has no
+/// capture bit, so no step looks at its capture values).
+pub(super) fn mirror_values(moves: &MoveTable, unit: Unit, values: &mut [u8]) {
+    let Some(mirror) = moves.mirror.as_ref() else { return };
+    let (p, q) = (unit.p, unit.q);
+    for_each_placement(unit.group, unit.start, unit.end, None, |i, mover, opponent, at| {
+        let Mirrored::Writes(image) = mirrored(Some(mirror), &unit, i, (mover, opponent), at) else { return };
+        let place = Placement::new(mover, opponent);
+        for j in 0..p * q {
+            let (m, _) = image.layout(&place, j, q);
+            let (values, image_values) = layout_bytes_and_other(values, i * p * q + j, m);
+            mirror.values(values, image_values);
+        }
+    });
 }
 
 /// The depths of the capture values of states `capture` (bit k: state k)
@@ -1387,7 +1407,8 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
                         newly_won[n] = wins;
                     }
                     own.won[n] |= wins;
-                    own.values.decide(n, wins, win_byte);
+                    // Its value bytes are written from the placement's when
+                    // the pair is finished (`mirror_values`).
                     decided(input, &mut report, &layout, wins);
                 }
                 report.undecided += (undecided & !wins).count_ones() as u64;
@@ -1591,7 +1612,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
                     let losses = mirror.states(losses);
                     own.lost[n] |= losses;
                     own.fresh[n] = losses;
-                    own.values.decide(n, losses, loss_byte);
+                    // Its value bytes: as a win step's image's.
                     decided(input, &mut report, &layout, losses);
                 }
                 report.undecided += (undecided & !losses).count_ones() as u64;

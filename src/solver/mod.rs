@@ -1553,14 +1553,23 @@ fn pair_mut<T>(pair: &mut [T], i: usize) -> (&mut T, &mut T) {
 /// are first made: from the planes (holes, initialisation's decisions,
 /// draws), then the decision log over them, and packed into the work
 /// directory (`packed_values`) a batch at a time.
-fn finish(work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result<(), SolveError> {
+fn finish(moves: &MoveTable, work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result<(), SolveError> {
     let all: Vec<usize> = (0..work.index.groups().len()).collect();
     match window {
         None => {
-            let Work { planes, values, storage, .. } = work;
+            let Work { index, planes, values, storage, .. } = work;
             let (pm, vm) = (plane_span(planes), value_span(values));
             let Storage::Resident(lanes) = storage else { unreachable!("no window: resident") };
             run_finish(&all, own_resident(lanes, &pm, &vm), kernel::finish);
+            // Then the images' bytes, which the steps left to this.
+            if moves.mirror.is_some() {
+                let (p, q) = (index.material.mover as usize, index.material.opponent as usize);
+                let segments = carve_mut(&mut lanes.values, all.iter().map(|&g| vm.elements(g)));
+                index.groups().par_iter().zip(segments).for_each(|(group, values)| {
+                    let unit = Unit { group, p, q, start: 0, end: group.layouts / (p * q) as u64 };
+                    kernel::mirror_values(moves, unit, values);
+                });
+            }
         }
         Some((window, disk)) => {
             // Batches in the order the steps visited groups, so that each
@@ -1772,7 +1781,7 @@ fn solve_pair(
         record_pair(&mut checkpoints, works, &mut window, state, state.steps_done)?;
     }
     for work in works.iter_mut() {
-        finish(work, reborrow!())?;
+        finish(moves, work, reborrow!())?;
     }
     Ok(())
 }
