@@ -1474,6 +1474,12 @@ pub(super) struct LossLanes<'a> {
     /// would only find the same. (Streamed, `live` says which words a
     /// window holds, and stays.)
     pub drop_decided: bool,
+    /// Does a mirroring step write its images' `lost`? Streamed, finishing
+    /// and the sparse listing read it. Resident, nothing does: no step
+    /// visits an image, and finishing writes the images' value bytes from
+    /// the solved placements' (`mirror_values`), so the words would cost
+    /// a cache miss elsewhere in the group for nothing.
+    pub images_lost: bool,
 }
 
 /// Even step: states all of whose moves lead to wins (in fewer than `depth`
@@ -1532,7 +1538,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         };
         // Only now: most visits of a late step find every layout decided.
         let place = Placement::new(mover, opponent);
-        if let Some(image) = &image {
+        if let Some(image) = image.filter(|_| own.images_lost) {
             // Written when the placement decides something, after its fold:
             // ask for them now (the image lies elsewhere in the group).
             prefetch_words(own.lost, image.first, p * q);
@@ -1610,7 +1616,9 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
                         flags.put(own.lane_start + image.first, true);
                     }
                     let losses = mirror.states(losses);
-                    own.lost[n] |= losses;
+                    if own.images_lost {
+                        own.lost[n] |= losses;
+                    }
                     own.fresh[n] = losses;
                     // Its value bytes: as a win step's image's.
                     decided(input, &mut report, &layout, losses);

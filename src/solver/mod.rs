@@ -741,6 +741,7 @@ fn run_step(
                 lane_start: r.start,
                 live: own_live,
                 drop_decided: matches!(mode, ValueMode::Written),
+                images_lost: !matches!(mode, ValueMode::Written),
             };
             let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
             kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own)
