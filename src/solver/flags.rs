@@ -183,9 +183,9 @@ impl PlacementFlags {
     }
 
     /// Sets or clears the flag of the block starting at lane element
-    /// `element` (a mirroring loss step's image: no [`FlagWriter`] walks
-    /// it, and the one of its unit leaves it alone; the solved placements,
-    /// flagged group by group in parallel).
+    /// `element`, atomically (the solved placements, flagged group by
+    /// group in parallel; a resident loss step dropping a placement from
+    /// its walk).
     #[inline]
     pub fn put(&self, element: usize, set: bool) {
         let (word, bit) = self.bit(element);
@@ -193,6 +193,22 @@ impl PlacementFlags {
             word.fetch_or(bit, Ordering::Relaxed);
         } else {
             word.fetch_and(!bit, Ordering::Relaxed);
+        }
+    }
+
+    /// [`PlacementFlags::put`] for a flag whose word no other thread
+    /// writes meanwhile, as a load and (if it changes) a store instead of
+    /// a locked read-modify-write: a mirroring loss step's images' flags
+    /// (its units are whole groups, and a group's flags are whole words,
+    /// see [`PlacementFlags::clear_segments`]; a unit's [`FlagWriter`]
+    /// loads the word again before it stores it).
+    #[inline]
+    pub fn put_unshared(&self, element: usize, set: bool) {
+        let (word, bit) = self.bit(element);
+        let now = word.load(Ordering::Relaxed);
+        let new = if set { now | bit } else { now & !bit };
+        if new != now {
+            word.store(new, Ordering::Relaxed);
         }
     }
 

@@ -1516,14 +1516,14 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         }
         if let Some(image) = &image {
             // Its fresh flag (which the placement solved for it keeps, with
-            // `PlacementFlags::put`: the unit's writer leaves it alone)
-            // says whether there is anything to clear: the image lies
-            // elsewhere in the group, a cache miss to read.
+            // `PlacementFlags::put_unshared`: the unit's writer leaves it
+            // alone) says whether there is anything to clear: the image
+            // lies elsewhere in the group, a cache miss to read.
             let image_flag = own.lane_start + image.first;
             if input.own_fresh.is_none_or(|flags| flags.get(image_flag)) {
                 own.fresh[image.first..image.first + p * q].fill(0);
                 if let Some(flags) = input.own_fresh {
-                    flags.put(image_flag, false);
+                    flags.put_unshared(image_flag, false);
                 }
             }
         }
@@ -1613,7 +1613,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
                 if losses != 0 {
                     let (n, layout) = image.layout(&place, j, q);
                     if let Some(flags) = input.own_fresh {
-                        flags.put(own.lane_start + image.first, true);
+                        flags.put_unshared(own.lane_start + image.first, true);
                     }
                     let losses = mirror.states(losses);
                     if own.images_lost {
