@@ -67,12 +67,12 @@ struct ByteClasses {
 }
 
 impl ByteClasses {
-    fn of(values: &[u8]) -> ByteClasses {
+    /// The [`Stats`] of `values`, counted a round of vectors at a time.
+    fn stats_of(values: &[u8]) -> Stats {
         let mut rounds = values.chunks_exact(CLASS_LANES * CLASS_ROUNDS);
-        let mut classes = (&mut rounds).map(Self::of_vectors).fold(Self::of_vectors(&[]), Self::merge);
+        let stats = (&mut rounds).map(|round| Self::of_vectors(round).stats()).fold(Stats::default(), Stats::merge);
         let rest = rounds.remainder();
         let whole = rest.len() - rest.len() % CLASS_LANES;
-        classes = Self::merge(classes, Self::of_vectors(&rest[..whole]));
         // The last bytes padded with holes, which are then taken off again
         // (a hole changes neither deepest value).
         let mut last = [NO_VALUE; CLASS_LANES];
@@ -81,7 +81,7 @@ impl ByteClasses {
         let padding = (CLASS_LANES - (rest.len() - whole)) as u64;
         padded.bytes -= padding;
         padded.holes -= padding;
-        Self::merge(classes, padded)
+        [Self::of_vectors(&rest[..whole]).stats(), padded.stats()].into_iter().fold(stats, Stats::merge)
     }
 
     /// Counts whole vectors of bytes, at most [`CLASS_ROUNDS`] of them.
@@ -116,18 +116,6 @@ impl ByteClasses {
         }
     }
 
-    fn merge(a: ByteClasses, b: ByteClasses) -> ByteClasses {
-        ByteClasses {
-            bytes: a.bytes + b.bytes,
-            holes: a.holes + b.holes,
-            draws_or_wins: a.draws_or_wins + b.draws_or_wins,
-            draws: a.draws + b.draws,
-            wins_in_1: a.wins_in_1 + b.wins_in_1,
-            deepest_loss: a.deepest_loss.max(b.deepest_loss),
-            deepest_win: a.deepest_win.min(b.deepest_win),
-        }
-    }
-
     fn stats(self) -> Stats {
         let wins = self.draws_or_wins - self.draws;
         let states = self.bytes - self.holes;
@@ -147,10 +135,7 @@ impl ByteClasses {
 impl Stats {
     /// Counts a slice of value bytes.
     pub fn of_values(values: &[u8]) -> Stats {
-        values
-            .par_chunks(STATS_CHUNK_BYTES)
-            .map(|chunk| ByteClasses::of(chunk).stats())
-            .reduce(Stats::default, Stats::merge)
+        values.par_chunks(STATS_CHUNK_BYTES).map(ByteClasses::stats_of).reduce(Stats::default, Stats::merge)
     }
 
     pub fn merge(a: Stats, b: Stats) -> Stats {
