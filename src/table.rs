@@ -37,7 +37,7 @@ pub struct Stats {
 /// Value bytes counted per task: big enough to amortise rayon.
 const STATS_CHUNK_BYTES: usize = 1 << 20;
 
-/// Bytes [`ByteClasses::of`] takes side by side: one SSE2 vector. Wider
+/// Bytes [`ByteClasses::of_vectors`] takes side by side: one SSE2 vector. Wider
 /// spilled the counters out of registers.
 const CLASS_LANES: usize = 16;
 /// Vectors of bytes counted into one-byte counters before they are summed
@@ -52,7 +52,7 @@ const WIN_BASE: u8 = DRAW + 1;
 /// histogram: every class is a comparison the compiler turns into vector
 /// code (at 6 men a histogram of the table's 1.1 GB was about 0.5 s of CPU
 /// time, 42% of writing the table; docs/BENCHMARKS.md, session 45).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 struct ByteClasses {
     bytes: u64,
     holes: u64,

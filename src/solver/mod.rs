@@ -790,14 +790,15 @@ fn step_values<'v>(
     }
 }
 
-/// Runs `finish` (`kernel::finish`: undecided states become draws; or
-/// `kernel::settle`) on the groups' value bytes.
-fn run_finish(groups: &[usize], own: Own, finish: fn(&[u32], &[u32], &mut [u8])) {
+/// Runs `finish(g, won, lost, values)` (`kernel::finish`: undecided
+/// states become draws; or `kernel::settle`) on each group's planes and
+/// value bytes, groups in parallel.
+fn run_finish(groups: &[usize], own: Own, finish: impl Fn(usize, &[u32], &[u32], &mut [u8]) + Sync) {
     let values = carve_mut(own.values, groups.iter().map(|&g| own.value_map.elements(g)));
     let (won, lost) = (&*own.won, &*own.lost);
     groups.par_iter().zip(values).for_each(|(&g, values)| {
         let r = own.plane_map.elements(g);
-        finish(&won[r.clone()], &lost[r], values);
+        finish(g, &won[r.clone()], &lost[r], values);
     });
 }
 
@@ -1561,16 +1562,15 @@ fn finish(moves: &MoveTable, work: &mut Work, window: Option<(&mut Window, &mut 
             let Work { index, planes, values, storage, .. } = work;
             let (pm, vm) = (plane_span(planes), value_span(values));
             let Storage::Resident(lanes) = storage else { unreachable!("no window: resident") };
-            run_finish(&all, own_resident(lanes, &pm, &vm), kernel::finish);
-            // Then the images' bytes, which the steps left to this.
-            if moves.mirror.is_some() {
-                let (p, q) = (index.material.mover as usize, index.material.opponent as usize);
-                let segments = carve_mut(&mut lanes.values, all.iter().map(|&g| vm.elements(g)));
-                index.groups().par_iter().zip(segments).for_each(|(group, values)| {
-                    let unit = Unit { group, p, q, start: 0, end: group.layouts / (p * q) as u64 };
-                    kernel::mirror_values(moves, unit, values);
-                });
-            }
+            let (p, q) = (index.material.mover as usize, index.material.opponent as usize);
+            let groups = index.groups();
+            run_finish(&all, own_resident(lanes, &pm, &vm), |g, won, lost, values| {
+                kernel::finish(won, lost, values);
+                // Then the images' bytes, which the steps left to this,
+                // while the group's bytes are in the cache.
+                let unit = Unit { group: &groups[g], p, q, start: 0, end: groups[g].layouts / (p * q) as u64 };
+                kernel::mirror_values(moves, unit, values);
+            });
         }
         Some((window, disk)) => {
             // Batches in the order the steps visited groups, so that each
@@ -1594,7 +1594,9 @@ fn finish(moves: &MoveTable, work: &mut Work, window: Option<(&mut Window, &mut 
                     // its dense segments with its records over them.
                     let lanes = [Lane::Won, Lane::Lost, Lane::SparseWon, Lane::SparseRest];
                     let (pm, vm) = window.load(disk, work, &batch, (&lanes, ValueSegments::Untouched))?;
-                    run_finish(&batch, window.owns[0].own(&pm, &vm), kernel::settle);
+                    run_finish(&batch, window.owns[0].own(&pm, &vm), |_, won, lost, values| {
+                        kernel::settle(won, lost, values)
+                    });
                     let last = batch.iter().map(|&g| rank[g]).max().expect("a batch has groups");
                     let values = carve_mut(window.owns[0].values_mut(), batch.iter().map(|&g| vm.elements(g)));
                     let mut targets: Vec<(usize, &mut [u8])> = batch.iter().copied().zip(values).collect();
