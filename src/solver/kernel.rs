@@ -506,8 +506,7 @@ pub(super) fn initialize(
             if let Some(next_event) = own.next_event.as_deref_mut() {
                 next_event[n] = first_event;
             }
-            layout_bytes::set_cached(values, win_now, win1);
-            layout_bytes::set_cached(values, lost_now, loss0);
+            layout_bytes::set_cached(values, [(win_now, win1), (lost_now, loss0)]);
             own.capture[n] = capture;
             let undecided = ALL_CARD_STATES & !(win_now | lost_now);
             if lost_now != 0 {

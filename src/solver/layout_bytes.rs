@@ -14,16 +14,22 @@ pub(super) const HIGH_START: usize = CARD_STATES - 16;
 /// A shuffle index that makes a zero byte.
 const ZERO_BYTE: u8 = 0x80;
 
-/// Sets the bytes of card states `states` (bit k: state k) to `byte`, by
-/// loading, blending and storing both vectors: for bytes the cache holds
-/// (initialisation has just read them). Steps set bytes the cache does
-/// not hold, and a store per state is cheaper there (`kernel::set_values`).
+/// Sets the bytes of card states `states` (bit k: state k) to `byte`, for
+/// each `(states, byte)` of `fills` in order, by loading both vectors,
+/// blending each fill in and storing them once: for bytes the cache holds
+/// (initialisation has just read them). One load and store for all the
+/// fills: a second call's load of the upper vector would span both of the
+/// first call's stores, which the CPU cannot forward (`perf annotate` put
+/// 16% of initialisation's samples just after that load; the A/B of the
+/// change was within the noise, docs/BENCHMARKS.md, session 46). Steps
+/// set bytes the cache does not hold, and a store per state is cheaper
+/// there (`kernel::set_values`).
 #[inline(always)]
-pub(super) fn set_cached(values: &mut [u8; CARD_STATES], states: u32, byte: u8) {
+pub(super) fn set_cached<const N: usize>(values: &mut [u8; CARD_STATES], fills: [(u32, u8); N]) {
     #[cfg(debug_assertions)]
     let expected = {
         let mut expected = *values;
-        set_scalar(&mut expected, states, byte);
+        set_scalar(&mut expected, fills);
         expected
     };
     #[cfg(all(target_arch = "x86_64", target_feature = "sse4.1"))]
@@ -32,19 +38,21 @@ pub(super) fn set_cached(values: &mut [u8; CARD_STATES], states: u32, byte: u8) 
     // (the `cfg` above: `.cargo/config.toml` builds for x86-64-v2, which has
     // SSE4.1).
     unsafe {
-        set_vector(values, states, byte)
+        set_vector(values, fills)
     };
     #[cfg(not(all(target_arch = "x86_64", target_feature = "sse4.1")))]
-    set_scalar(values, states, byte);
+    set_scalar(values, fills);
     #[cfg(debug_assertions)]
     debug_assert_eq!(*values, expected, "the vector fill agrees with the scalar definition");
 }
 
 #[cfg_attr(all(target_arch = "x86_64", target_feature = "sse4.1", not(debug_assertions)), allow(dead_code))]
-fn set_scalar(values: &mut [u8; CARD_STATES], states: u32, byte: u8) {
-    for (k, value) in values.iter_mut().enumerate() {
-        if states >> k & 1 != 0 {
-            *value = byte;
+fn set_scalar<const N: usize>(values: &mut [u8; CARD_STATES], fills: [(u32, u8); N]) {
+    for (states, byte) in fills {
+        for (k, value) in values.iter_mut().enumerate() {
+            if states >> k & 1 != 0 {
+                *value = byte;
+            }
         }
     }
 }
@@ -52,11 +60,14 @@ fn set_scalar(values: &mut [u8; CARD_STATES], states: u32, byte: u8) {
 #[cfg(all(target_arch = "x86_64", target_feature = "sse4.1"))]
 #[target_feature(enable = "sse4.1")]
 #[inline]
-fn set_vector(values: &mut [u8; CARD_STATES], states: u32, byte: u8) {
+fn set_vector<const N: usize>(values: &mut [u8; CARD_STATES], fills: [(u32, u8); N]) {
     use std::arch::x86_64::*;
-    let fill = _mm_set1_epi8(byte as i8);
-    let low = _mm_blendv_epi8(load(&values[..16]), fill, byte_mask(states));
-    let high = _mm_blendv_epi8(load(&values[HIGH_START..]), fill, byte_mask(states >> HIGH_START));
+    let (mut low, mut high) = (load(&values[..16]), load(&values[HIGH_START..]));
+    for (states, byte) in fills {
+        let fill = _mm_set1_epi8(byte as i8);
+        low = _mm_blendv_epi8(low, fill, byte_mask(states));
+        high = _mm_blendv_epi8(high, fill, byte_mask(states >> HIGH_START));
+    }
     // The halves agree on the states they share.
     store(high, &mut values[HIGH_START..]);
     store(low, &mut values[..16]);
@@ -213,24 +224,34 @@ mod tests {
     }
 
     /// Setting bytes writes exactly the given states' bytes, whatever the
-    /// bytes were (the debug check inside compares with the scalar loop;
-    /// this compares with a third writing).
+    /// bytes were, a later fill over an earlier one (the debug check
+    /// inside compares with the scalar loop; this compares with a third
+    /// writing).
     #[test]
     fn set_cached_writes_the_states_bytes_only() {
         let mut seed = 0x1234_5679;
         for round in 0..3000 {
-            let states = match round {
+            let mut states = || match round {
                 0 => 0,
                 1 => (1 << CARD_STATES) - 1,
                 _ => xorshift(&mut seed) & ((1 << CARD_STATES) - 1),
             };
-            let byte = xorshift(&mut seed) as u8;
+            let (first, second) = (states(), states());
+            let (byte, other) = (xorshift(&mut seed) as u8, xorshift(&mut seed) as u8);
             let before: [u8; CARD_STATES] = std::array::from_fn(|_| xorshift(&mut seed) as u8);
             let mut got = before;
-            set_cached(&mut got, states, byte);
+            set_cached(&mut got, [(first, byte)]);
             let expected: [u8; CARD_STATES] =
-                std::array::from_fn(|k| if states >> k & 1 != 0 { byte } else { before[k] });
-            assert_eq!(got, expected, "states {states:#x}");
+                std::array::from_fn(|k| if first >> k & 1 != 0 { byte } else { before[k] });
+            assert_eq!(got, expected, "states {first:#x}");
+            let mut got = before;
+            set_cached(&mut got, [(first, byte), (second, other)]);
+            let expected: [u8; CARD_STATES] = std::array::from_fn(|k| match (first >> k & 1, second >> k & 1) {
+                (_, 1) => other,
+                (1, _) => byte,
+                _ => before[k],
+            });
+            assert_eq!(got, expected, "states {first:#x} then {second:#x}");
         }
     }
 
