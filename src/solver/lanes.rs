@@ -229,10 +229,9 @@ fn zeroed<T: Default + Copy + Send + Sync>(len: usize) -> Vec<T> {
         // start on a page).
         let last = chunk.len() - 1;
         for at in (0..chunk.len()).step_by(step).chain([last]) {
-            // SAFETY: a write of a valid value through a unique reference;
-            // volatile so that it is not left out as a store of what the
-            // memory already holds.
-            unsafe { std::ptr::write_volatile(&mut chunk[at], T::default()) };
+            // An opaque zero, so that the store is not left out as one of
+            // what the (zeroed) memory already holds.
+            chunk[at] = std::hint::black_box(T::default());
         }
     });
     lane
