@@ -219,10 +219,16 @@ impl ResidentLanes {
 /// written in parallel (docs/BENCHMARKS.md, session 46). Where the kernel
 /// lacks it (before Linux 5.14), a store per page does the same.
 fn zeroed<T: Default + Copy + Send + Sync>(len: usize) -> Vec<T> {
+    zeroed_by(len, populate_writable)
+}
+
+/// [`zeroed`] with `populate` making a chunk's whole pages present, or
+/// saying it cannot (the tests take that path on any kernel).
+fn zeroed_by<T: Default + Copy + Send + Sync>(len: usize, populate: impl Fn(&mut [T]) -> bool + Sync) -> Vec<T> {
     let mut lane = vec![T::default(); len];
     let elements_per_page = (PAGE_BYTES / std::mem::size_of::<T>()).max(1);
     lane.par_chunks_mut(POPULATE_CHUNK_BYTES / std::mem::size_of::<T>()).for_each(|chunk| {
-        let populated = populate_writable(chunk);
+        let populated = populate(chunk);
         let step = if populated { chunk.len() } else { elements_per_page };
         // Without it, every page; with it, the chunk's first and last
         // (partly outside it, so not populated: an allocation need not
@@ -281,6 +287,9 @@ mod tests {
         for len in [1, 4095, 4096, 4097, chunk - 1, chunk, 2 * chunk + 12_345] {
             assert!(zeroed::<u8>(len).iter().all(|&b| b == 0), "{len} bytes");
             assert!(zeroed::<u32>(len / 4 + 1).iter().all(|&w| w == 0), "{} words", len / 4 + 1);
+            // The fallback, a store per page, as on a kernel without
+            // MADV_POPULATE_WRITE.
+            assert!(zeroed_by::<u32>(len, |_| false).iter().all(|&w| w == 0), "{len} words, by stores");
         }
         assert!(zeroed::<u32>(0).is_empty());
     }
