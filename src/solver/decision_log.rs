@@ -152,54 +152,66 @@ impl DecisionLog {
         entries::frames_bound(layouts)
     }
 
-    /// Encodes one group's decisions in a step (`decided[n]`: the card
-    /// states of its layout n decided) as the frames of a chunk into
-    /// `into`, which must hold [`DecisionLog::encoded_bound`] bytes; returns
+    /// Encodes the decisions of placements `part` (`block_words` layouts
+    /// each) of one group in a step (`decided[n]`: the card states of the
+    /// group's layout n decided) as frames into `into`, which must hold
+    /// [`DecisionLog::encoded_bound`] bytes of the part's layouts; returns
     /// the bytes written and the entries they hold. Only the placements
-    /// (`block_words` layouts each) `live` gives (their numbers in the
-    /// group, increasing) are read: the others decided nothing, and their
-    /// words need not be clear. Touches nothing else,
-    /// so that the groups of a batch are encoded in parallel (serially it
-    /// was 3.9% of an 8-men run, on the thread that drives the step while
-    /// the workers wait).
+    /// `live` gives (their numbers in the group, increasing, within `part`)
+    /// are read: the others decided nothing, and their words need not be
+    /// clear. Touches nothing else, so that parts are encoded in parallel
+    /// (serially it was 3.9% of an 8-men run, on the thread that drives
+    /// the step while the workers wait). A group's chunk is the frames of
+    /// its parts in order ([`DecisionLog::append_encoded`]): frames hold
+    /// entries in ascending layouts, each frame's first from 0, so where a
+    /// part ends a frame changes nothing else.
     pub fn encode(
         decided: &[u32],
         block_words: usize,
+        part: Range<usize>,
         live: impl IntoIterator<Item = usize>,
         into: &mut [u8],
     ) -> (usize, u32) {
         assert!(decided.len() <= u32::MAX as usize, "group too large for the log");
-        assert!(into.len() >= DecisionLog::encoded_bound(decided.len()), "room for the chunk's frames");
+        assert!(part.end * block_words <= decided.len(), "the part lies in the group");
+        assert!(into.len() >= DecisionLog::encoded_bound(part.len() * block_words), "room for the part's frames");
         debug_assert!(decided.len().is_multiple_of(block_words), "a group holds whole placements");
-        let layouts = live.into_iter().flat_map(|k| k * block_words..(k + 1) * block_words);
+        let layouts = live.into_iter().flat_map(|k| {
+            debug_assert!(part.contains(&k), "live placement {k} outside the part {part:?}");
+            k * block_words..(k + 1) * block_words
+        });
         entries::encode(layouts.map(|n| (n, decided[n])).filter(|&(_, states)| states != 0), STORAGE, into)
     }
 
     /// Appends the chunk of `group` in the current step: `count` entries in
-    /// `frames`, as [`DecisionLog::encode`] made them (nothing if there
-    /// are none).
-    pub fn append_encoded(&mut self, group: usize, (frames, count): (&[u8], u32)) -> Result<(), DiskError> {
+    /// the frames of `parts`, one after another, as [`DecisionLog::encode`]
+    /// made them (nothing if there are none).
+    pub fn append_encoded(&mut self, group: usize, (parts, count): (&[&[u8]], u32)) -> Result<(), DiskError> {
         let &(depth_plies, _) = self.segments.last().expect("a step has begun");
         if count == 0 {
             return Ok(());
         }
         assert!(group <= u32::MAX as usize, "group too large for the log");
+        let bytes: usize = parts.iter().map(|part| part.len()).sum();
         let mut header = [0u8; HEADER_BYTES];
         header[0..4].copy_from_slice(&(group as u32).to_le_bytes());
         header[4..6].copy_from_slice(&depth_plies.to_le_bytes());
         header[8..12].copy_from_slice(&count.to_le_bytes());
-        header[12..16].copy_from_slice(&(frames.len() as u32).to_le_bytes());
+        header[12..16].copy_from_slice(&u32::try_from(bytes).expect("a chunk's bytes fit 32 bits").to_le_bytes());
         if depth_plies.is_multiple_of(2) {
             self.landing[group] = Some(self.len());
         }
         self.put(&header)?;
-        if frames.len() <= BUFFER_BYTES / 2 {
-            return self.put(frames);
+        for frames in parts {
+            if frames.len() <= BUFFER_BYTES / 2 {
+                self.put(frames)?;
+                continue;
+            }
+            // Large parts go straight to the file, not through the buffer.
+            self.flush()?;
+            self.file.write_all_at(frames, self.written).map_err(|e| io_error("write", &self.path, e))?;
+            self.written += frames.len() as u64;
         }
-        // Large chunks go straight to the file, not through the buffer.
-        self.flush()?;
-        self.file.write_all_at(frames, self.written).map_err(|e| io_error("write", &self.path, e))?;
-        self.written += frames.len() as u64;
         Ok(())
     }
 
@@ -207,8 +219,8 @@ impl DecisionLog {
     #[cfg(test)]
     fn append(&mut self, group: usize, decided: &[u32]) -> Result<(), DiskError> {
         let mut frames = vec![0u8; DecisionLog::encoded_bound(decided.len())];
-        let (len, count) = DecisionLog::encode(decided, 1, 0..decided.len(), &mut frames);
-        self.append_encoded(group, (&frames[..len], count))
+        let (len, count) = DecisionLog::encode(decided, 1, 0..decided.len(), 0..decided.len(), &mut frames);
+        self.append_encoded(group, (&[&frames[..len]], count))
     }
 
     fn put(&mut self, bytes: &[u8]) -> Result<(), DiskError> {
@@ -458,6 +470,55 @@ mod tests {
         let mut targets = vec![(3, Vec::new()), (5, Vec::new())];
         log.apply(&mut targets, |g| rank(g) > 2, push).unwrap();
         assert_eq!(targets, vec![(3, vec![(2, 0, 1), (2, 1, 2)]), (5, vec![(1, 0, 7), (2, 0, 9)])]);
+    }
+
+    /// A group encoded in parts, of one placement, of none decided, and
+    /// large ones that go straight to the file, comes back as the entries
+    /// of its live placements, in order: parts only cut frames short.
+    #[test]
+    fn a_chunk_encoded_in_parts_comes_back_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = DecisionLog::create(&dir.path().join("log"), 4).unwrap();
+        let (block_words, placements) = (4, 30_000);
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let decided: Vec<u32> = (0..placements * block_words)
+            .map(|n| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                // Placements 5001..9000 decided nothing.
+                if (5001 * block_words..9000 * block_words).contains(&n) { 0 } else { seed as u32 & 0x3fff_ffff }
+            })
+            .collect();
+        let live = |k: &usize| k % 7 != 3;
+        let cuts = [0, 1, 5000, 5001, 9000, 29_999, placements];
+        let mut parts: Vec<Vec<u8>> = Vec::new();
+        let mut count = 0;
+        for cut in cuts.windows(2) {
+            let part = cut[0]..cut[1];
+            let mut frames = vec![0u8; DecisionLog::encoded_bound(part.len() * block_words)];
+            let set = part.clone().filter(live);
+            let (len, n) = DecisionLog::encode(&decided, block_words, part, set, &mut frames);
+            frames.truncate(len);
+            parts.push(frames);
+            count += n;
+        }
+        assert!(parts.iter().any(|frames| frames.len() > BUFFER_BYTES / 2), "a part goes straight to the file");
+        log.begin_step(5);
+        let frames: Vec<&[u8]> = parts.iter().map(|frames| &frames[..]).collect();
+        log.append_encoded(2, (&frames, count)).unwrap();
+        let mut targets = vec![(2, Vec::new())];
+        let push = |seen: &mut Vec<_>, _, n, s| {
+            seen.push((n, s));
+            true
+        };
+        log.apply(&mut targets, |_| false, push).unwrap();
+        let wanted: Vec<_> = (0..decided.len())
+            .filter(|&n| live(&(n / block_words)) && decided[n] != 0)
+            .map(|n| (n, decided[n]))
+            .collect();
+        assert_eq!(count as usize, wanted.len());
+        assert_eq!(targets[0].1, wanted);
     }
 
     /// A chunk longer than the append batch and the buffer comes back whole.
