@@ -1462,8 +1462,10 @@ fn deciding_groups(units: &[UnitSpec], reports: &[UnitReport]) -> Vec<usize> {
 /// (a larger group is cut into parts of about this many, the last part
 /// taking the rest). Whole groups as tasks left a worker idle for 19% of
 /// 4v4's encoding (throwaway timers, depths 2-6: 7.2 s of encoding took
-/// 4.4 s on two workers), a job's largest group taking most of it; a part
-/// ends a frame early, which at 2^18 layouts costs a few dozen bytes.
+/// 4.4 s on two workers), a job's largest group taking most of it. The
+/// storing and reading thread takes most of a core left so, and steps
+/// settled only 2-4% faster in parts (docs/BENCHMARKS.md, session 47). A
+/// part ends a frame early, which at 2^18 layouts costs a few dozen bytes.
 #[cfg(not(test))]
 const LOG_PART_LAYOUTS: usize = 1 << 18;
 /// Unit tests cut groups into parts of a few placements, so that a small
@@ -2212,6 +2214,7 @@ mod tests {
         let solved = solve_with(&rules, 2, &config, &|_| {}).unwrap();
         assert_eq!(solved.streamed_pairs, solved.pairs);
         let streamed = solved.into_table().unwrap();
+        assert_eq!(resident.materials().len(), streamed.materials().len());
         for (a, b) in resident.materials().iter().zip(streamed.materials()) {
             assert!(a.values == b.values, "material {} differs", a.index.material);
         }
