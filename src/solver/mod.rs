@@ -1506,29 +1506,29 @@ fn log_decisions(
         }
         parts.push((k, start..placements, rest));
     }
-    let encoded: Vec<(usize, u32)> = parts
-        .par_iter_mut()
+    // (group's number in `groups`, the part's frames, their entries).
+    let encoded: Vec<(usize, &[u8], u32)> = parts
+        .into_par_iter()
         .map(|(k, part, region)| {
-            let range = plane_map.elements(groups[*k]);
+            let range = plane_map.elements(groups[k]);
             let decided = &decided[range.clone()];
-            match live {
+            let (len, count) = match live {
                 Some(live) => {
                     let first = part.start;
                     let set = live.set_blocks(range.start + first * block_words, part.len()).map(|k| first + k);
                     DecisionLog::encode(decided, block_words, part.clone(), set, region)
                 }
                 None => DecisionLog::encode(decided, block_words, part.clone(), part.clone(), region),
-            }
+            };
+            let region: &[u8] = region;
+            (k, &region[..len], count)
         })
         .collect();
     let mut log = work.files().log();
-    let mut at = 0;
-    for (k, &g) in groups.iter().enumerate() {
-        let end = at + parts[at..].iter().take_while(|part| part.0 == k).count();
-        let frames: Vec<&[u8]> = (at..end).map(|i| &parts[i].2[..encoded[i].0]).collect();
-        let count = encoded[at..end].iter().map(|e| e.1).sum();
-        log.append_encoded(g, (&frames, count))?;
-        at = end;
+    for chunk in encoded.chunk_by(|a, b| a.0 == b.0) {
+        let frames: Vec<&[u8]> = chunk.iter().map(|&(_, frames, _)| frames).collect();
+        let count = chunk.iter().map(|&(_, _, count)| count).sum();
+        log.append_encoded(groups[chunk[0].0], (&frames, count))?;
     }
     Ok(())
 }
