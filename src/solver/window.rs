@@ -151,7 +151,7 @@ impl Window {
         batch: &[usize],
         (lanes, values): (&[Lane], ValueSegments),
     ) -> Result<(Packed, Packed), SolveError> {
-        let reads = |lane: Lane, _: usize| lanes.contains(&lane);
+        let reads = |lane: Lane, _: usize| if lanes.contains(&lane) { PlaneLoad::Read } else { PlaneLoad::Zeroed };
         let (pm, vm, mut requests, mut zeros) = self.owns[0].plan_load(work, batch, (&reads, values), &mut self.io);
         // The workers wait for the load (initialisation and finishing
         // load in turn): zero on all of them. Whole segments would leave
@@ -223,7 +223,7 @@ impl OwnBuffers {
                 _ => sparse::won_bytes(listed),
             };
             let sparse_lane = if lane == Lane::Fresh { Lane::SparseRest } else { Lane::SparseWon };
-            (listed > 0 && reads(sparse_lane, g)).then_some((sparse_lane, bytes))
+            (listed > 0 && reads(sparse_lane, g) == PlaneLoad::Read).then_some((sparse_lane, bytes))
         };
         let buffers = self.planes.iter_mut().zip(WINDOW_LANES).chain([(&mut self.values, Lane::Values)]);
         for (buffer, lane) in buffers.chain([(&mut self.due, Lane::SparseWon)]) {
@@ -241,7 +241,7 @@ impl OwnBuffers {
                             // only in the live placements, which
                             // `unpack_sparse` clears; `due` is read only
                             // where `fill_due` filled it.
-                            if lane == Lane::Fresh && reads(Lane::Won, g) {
+                            if lane == Lane::Fresh && reads(Lane::Won, g) == PlaneLoad::Read {
                                 rest.fill(0);
                             }
                             io.bytes_read += bytes as u64;
@@ -255,12 +255,16 @@ impl OwnBuffers {
                     // A sparse group whose dense planes are not read gets
                     // all four from `unpack_sparse` (holes and records).
                     (Lane::Won | Lane::Lost | Lane::Capture | Lane::Held, _)
-                        if work.groups[g].sparse_layouts > 0 && !reads(Lane::Won, g) =>
+                        if work.groups[g].sparse_layouts > 0 && reads(Lane::Won, g) != PlaneLoad::Read =>
                     {
-                        debug_assert!(!reads(lane, g));
+                        debug_assert_ne!(reads(lane, g), PlaneLoad::Read);
                         None
                     }
-                    _ => Some(reads(lane, g)),
+                    _ => match reads(lane, g) {
+                        PlaneLoad::Read => Some(true),
+                        PlaneLoad::Zeroed => Some(false),
+                        PlaneLoad::Left => None,
+                    },
                 };
                 match read {
                     Some(true) => {
@@ -629,9 +633,23 @@ fn rounds(groups: &[(usize, u32)], capacity: usize) -> Vec<RecordRound> {
 pub(super) type PlannedJob<'a> =
     ((Packed, Packed), Option<(u64, usize)>, (Vec<ReadRequest<'a>>, Option<LandingFill<'a>>));
 
-/// Which plane lanes to read, per group: `reads(lane, g)`. The planes of a
-/// group that are not read are zeroed.
-pub(super) type PlaneReads<'a> = &'a (dyn Fn(Lane, usize) -> bool + Sync);
+/// What loading a job does with a group's segment of a plane lane.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum PlaneLoad {
+    /// Read from the work files.
+    Read,
+    /// Cleared: the kernels write it where they decide, or read it as
+    /// zeros.
+    Zeroed,
+    /// Left as the window last held it: nothing in the job reads or stores
+    /// it (a win step's dense `held`, and its `capture` where no event is
+    /// due). They were 8 of the 12 bytes a layout a win step's loads
+    /// cleared, on the storing and reading thread.
+    Left,
+}
+
+/// What to do with each plane lane, per group: `reads(lane, g)`.
+pub(super) type PlaneReads<'a> = &'a (dyn Fn(Lane, usize) -> PlaneLoad + Sync);
 
 /// What the batches ("jobs") of one streamed step read: their own lanes
 /// (`lanes(lane, g)`) of `work`, and their landing slice of a lane laid
