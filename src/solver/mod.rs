@@ -1490,7 +1490,8 @@ const LOG_PART_LAYOUTS: usize = 64;
 /// of the group's value segment (30 bytes per layout and padded to 4096,
 /// free once the step has run; a chunk needs about 8 per layout at most),
 /// then appended in order. With `live` (a step's window), only the live
-/// placements' words are read: the others' are not the batch's.
+/// placements' words are read: the others' are not the batch's (a dense
+/// group's placements are all live, and its parts are read whole).
 fn log_decisions(
     work: &Work,
     groups: &[usize],
@@ -1522,13 +1523,24 @@ fn log_decisions(
         .map(|(k, part, region)| {
             let range = plane_map.elements(groups[k]);
             let decided = &decided[range.clone()];
-            let (len, count) = match live {
+            // Every placement of a dense group is live (`unpack_sparse`):
+            // its words are read as one run, without asking the flags.
+            let (len, count) = match live.filter(|_| work.groups[groups[k]].sparse_layouts > 0) {
                 Some(live) => {
                     let first = part.start;
-                    let set = live.set_blocks(range.start + first * block_words, part.len()).map(|k| first + k);
-                    DecisionLog::encode(decided, block_words, part.clone(), set, region)
+                    let runs = live.set_runs(range.start + first * block_words, part.len());
+                    let runs = runs.map(|run| first + run.start..first + run.end);
+                    DecisionLog::encode(decided, block_words, part.clone(), runs, region)
                 }
-                None => DecisionLog::encode(decided, block_words, part.clone(), part.clone(), region),
+                None => {
+                    debug_assert!(
+                        live.is_none_or(|live| live
+                            .set_blocks(range.start + part.start * block_words, part.len())
+                            .eq(0..part.len())),
+                        "every placement of a dense group is live"
+                    );
+                    DecisionLog::encode(decided, block_words, part.clone(), std::iter::once(part.clone()), region)
+                }
             };
             let region: &[u8] = region;
             (k, &region[..len], count)
