@@ -1104,22 +1104,16 @@ fn step(
             let win_step = depth % 2 == 1;
             let sparse = |g: usize| this_ref.groups[g].sparse_layouts > 0;
             let relisting = |g: usize| win_step && sparse::relists(this_ref.groups[g]);
-            let read = |lane: Lane, g: usize| {
-                let read = match lane {
-                    Lane::Won | Lane::Lost => !sparse(g) || relisting(g),
-                    Lane::Capture => !sparse(g) && (!win_step || due(g)),
-                    Lane::Held => !sparse(g) && !win_step,
-                    Lane::SparseWon | Lane::SparseRest => true,
-                    Lane::Fresh | Lane::Values => false,
-                };
-                match lane {
-                    _ if read => PlaneLoad::Read,
-                    // Nothing in a win step reads or stores a dense group's
-                    // `held`, nor its `capture` where no event is due (a
-                    // relisting group's are laid from its records).
-                    Lane::Held | Lane::Capture if win_step && !sparse(g) => PlaneLoad::Left,
-                    _ => PlaneLoad::Zeroed,
-                }
+            let read = |lane: Lane, g: usize| match lane {
+                Lane::Won | Lane::Lost if !sparse(g) || relisting(g) => PlaneLoad::Read,
+                Lane::Capture if !sparse(g) && (!win_step || due(g)) => PlaneLoad::Read,
+                Lane::Held if !sparse(g) && !win_step => PlaneLoad::Read,
+                Lane::SparseWon | Lane::SparseRest => PlaneLoad::Read,
+                // Nothing in a win step reads or stores a dense group's
+                // `held`, nor its `capture` where no event is due (a
+                // relisting group's are laid from its records).
+                Lane::Held | Lane::Capture if win_step && !sparse(g) => PlaneLoad::Left,
+                _ => PlaneLoad::Zeroed,
             };
             let input = StepInput {
                 rules,
