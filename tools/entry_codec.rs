@@ -1,13 +1,14 @@
 //! How well, and how fast, zstd packs the entries of a decision log
 //! (`<material>.decisions`) or a capture schedule (`<material>.captures`)
-//! in a streamed run's work directory, stored three ways: layouts as they
-//! are, layouts as differences (`FrameStorage::Entries`: logs, and
-//! schedules before checkpoint version 9), and differences with the
-//! entries' bytes in byte planes (`FrameStorage::BytePlanes`: schedules
-//! since version 9). Reads the file's frames (as version 9 writes them)
-//! up to LIMIT_MIB packed bytes, unpacks them, and packs them again each
-//! way at zstd level LEVEL, one frame at a time on one thread; the times
-//! include each way's own transform and its undoing.
+//! in a streamed run's work directory, stored four ways: layouts as they
+//! are, layouts as differences (logs before checkpoint version 13,
+//! schedules before version 9), differences with the entries' bytes in
+//! byte planes (`FrameStorage::BytePlanes`: schedules since version 9),
+//! and compact (`FrameStorage::Compact`: logs since version 13). Reads the
+//! file's frames (as version 13 writes them) up to LIMIT_MIB packed bytes,
+//! unpacks them, and packs them again each way at zstd level LEVEL, one
+//! frame at a time on one thread; the times include each way's own
+//! transform and its undoing.
 //! Usage: cargo run --release --example entry_codec -- WORK/4v4.captures [LIMIT_MIB] [EVERY] [LEVEL]
 //! (LIMIT_MIB: packed bytes read, default 300; EVERY: pack one frame in
 //! so many again, default 1; LEVEL: zstd level, default 1, the files' own;
@@ -21,6 +22,8 @@ use std::time::Instant;
 const CHUNK_HEADER_BYTES: usize = 16;
 const FRAME_HEADER_BYTES: usize = 8;
 const ENTRY_BYTES: usize = 8;
+/// Most bytes a compact entry takes (`solver::entries`).
+const COMPACT_ENTRY_BYTES: usize = 9;
 
 fn fail(what: &str) -> ! {
     eprintln!("entry_codec: {what}");
@@ -33,38 +36,75 @@ fn word(bytes: &[u8], at: usize) -> u32 {
 
 /// A frame's entries (layout, states as 8 bytes each), stored `way`, into
 /// `out`.
-fn store(way: Way, entries: &[u8], out: &mut [u8]) {
+fn store(way: Way, entries: &[u8], out: &mut Vec<u8>) {
+    out.clear();
     let n = entries.len() / ENTRY_BYTES;
-    let mut last = 0u32;
+    if way == Way::BytePlanes {
+        out.resize(entries.len(), 0);
+    }
+    let (mut last, mut last_states) = (0u32, None);
     for (i, e) in entries.chunks_exact(ENTRY_BYTES).enumerate() {
-        let layout = word(e, 0);
+        let (layout, states) = (word(e, 0), word(e, 4));
         let first = if way == Way::Layouts { layout } else { layout.wrapping_sub(last) };
         last = layout;
-        let stored = u64::from(first) | u64::from(word(e, 4)) << 32;
-        if way == Way::BytePlanes {
-            for (b, byte) in stored.to_le_bytes().into_iter().enumerate() {
-                out[b * n + i] = byte;
+        let stored = u64::from(first) | u64::from(states) << 32;
+        match way {
+            Way::BytePlanes => {
+                for (b, byte) in stored.to_le_bytes().into_iter().enumerate() {
+                    out[b * n + i] = byte;
+                }
             }
-        } else {
-            out[i * ENTRY_BYTES..][..ENTRY_BYTES].copy_from_slice(&stored.to_le_bytes());
+            Way::Compact => {
+                let same = last_states == Some(states);
+                let mut rest = u64::from(first) << 1 | u64::from(same);
+                while rest >= 0x80 {
+                    out.push(rest as u8 | 0x80);
+                    rest >>= 7;
+                }
+                out.push(rest as u8);
+                if !same {
+                    out.extend_from_slice(&states.to_le_bytes());
+                }
+                last_states = Some(states);
+            }
+            Way::Layouts | Way::Differences => out.extend_from_slice(&stored.to_le_bytes()),
         }
     }
 }
 
-/// Undoes [`store`]: `stored` back into entries, `out`.
-fn restore(way: Way, stored: &[u8], out: &mut [u8]) {
-    let n = stored.len() / ENTRY_BYTES;
-    let mut last = 0u32;
+/// Undoes [`store`]: `stored` back into entries, `out` (as long as they);
+/// `None` if `stored` does not hold them all.
+fn restore(way: Way, stored: &[u8], out: &mut [u8]) -> Option<()> {
+    let n = out.len() / ENTRY_BYTES;
+    if way != Way::Compact && stored.len() != out.len() {
+        return None;
+    }
+    let (mut last, mut at, mut states) = (0u32, 0, 0u32);
     for (i, e) in out.chunks_exact_mut(ENTRY_BYTES).enumerate() {
-        let bytes = match way {
-            Way::BytePlanes => std::array::from_fn(|b| stored[b * n + i]),
-            _ => stored[i * ENTRY_BYTES..][..ENTRY_BYTES].try_into().expect("8 bytes"),
+        let value = match way {
+            Way::BytePlanes => u64::from_le_bytes(std::array::from_fn(|b| stored[b * n + i])),
+            Way::Compact => {
+                let (mut varint, mut shift) = (0u64, 0);
+                loop {
+                    let byte = *stored.get(at)?;
+                    (at, varint, shift) = (at + 1, varint | u64::from(byte & 0x7f) << shift, shift + 7);
+                    if byte < 0x80 || shift > 28 {
+                        break;
+                    }
+                }
+                if varint & 1 == 0 {
+                    states = u32::from_le_bytes(stored.get(at..at + 4)?.try_into().expect("4 bytes"));
+                    at += 4;
+                }
+                varint >> 1 | u64::from(states) << 32
+            }
+            _ => u64::from_le_bytes(stored[i * ENTRY_BYTES..][..ENTRY_BYTES].try_into().expect("8 bytes")),
         };
-        let value = u64::from_le_bytes(bytes);
         last = if way == Way::Layouts { value as u32 } else { last.wrapping_add(value as u32) };
         e[..4].copy_from_slice(&last.to_le_bytes());
         e[4..].copy_from_slice(&((value >> 32) as u32).to_le_bytes());
     }
+    (way != Way::Compact || at == stored.len()).then_some(())
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -72,13 +112,18 @@ enum Way {
     Layouts,
     Differences,
     BytePlanes,
+    Compact,
 }
 
 /// Per way: packed bytes, seconds packing, seconds unpacking.
-type Totals = [(usize, f64, f64); 3];
+type Totals = [(usize, f64, f64); 4];
 
-const WAYS: [(&str, Way); 3] =
-    [("layouts", Way::Layouts), ("differences", Way::Differences), ("byte planes", Way::BytePlanes)];
+const WAYS: [(&str, Way); 4] = [
+    ("layouts", Way::Layouts),
+    ("differences", Way::Differences),
+    ("byte planes", Way::BytePlanes),
+    ("compact", Way::Compact),
+];
 
 /// Packs and unpacks one frame's entries each way, adding to `totals`.
 fn measure(
@@ -87,15 +132,18 @@ fn measure(
     unpacker: &mut zstd::bulk::Decompressor,
     totals: &mut Totals,
 ) {
-    let (mut stored, mut packed, mut back) = (vec![0u8; entries.len()], vec![0u8; 1 << 18], vec![0u8; entries.len()]);
+    let bound = entries.len() / ENTRY_BYTES * COMPACT_ENTRY_BYTES;
+    let (mut stored, mut packed, mut back) = (Vec::new(), vec![0u8; 1 << 18], vec![0u8; entries.len()]);
     for (total, (name, way)) in totals.iter_mut().zip(WAYS) {
         let started = Instant::now();
         store(way, entries, &mut stored);
         let len = packer.compress_to_buffer(&stored[..], &mut packed[..]).expect("packs");
         let packing = started.elapsed().as_secs_f64();
         let started = Instant::now();
-        let unpacked = unpacker.decompress_to_buffer(&packed[..len], &mut stored[..]).expect("unpacks");
-        restore(way, &stored[..unpacked], &mut back);
+        stored.clear();
+        stored.reserve(bound);
+        let unpacked = unpacker.decompress_to_buffer(&packed[..len], &mut stored).expect("unpacks");
+        restore(way, &stored[..unpacked], &mut back).expect("a frame packed here unpacks");
         let unpacking = started.elapsed().as_secs_f64();
         assert_eq!(back, entries, "{name} round-trips");
         *total = (total.0 + len, total.1 + packing, total.2 + unpacking);
@@ -114,7 +162,7 @@ fn main() {
     let every = arg(3, 1, "EVERY").max(1);
     let level: i32 = std::env::args().nth(4).map_or(1, |s| s.parse().unwrap_or_else(|_| fail("LEVEL: a number")));
     let schedule = path.ends_with(".captures");
-    let stored_as = if schedule { Way::BytePlanes } else { Way::Differences };
+    let stored_as = if schedule { Way::BytePlanes } else { Way::Compact };
     let file = std::fs::File::open(&path).unwrap_or_else(|e| fail(&format!("cannot open '{path}': {e}")));
     let data = std::io::Read::take(file, (limit_mib as u64) << 20);
     let mut reader = std::io::BufReader::with_capacity(1 << 20, data);
@@ -122,7 +170,7 @@ fn main() {
     let mut unpacker = zstd::bulk::Decompressor::new().expect("a zstd context");
     let mut packer = zstd::bulk::Compressor::new(level).unwrap_or_else(|_| fail("LEVEL: not a zstd level"));
     packer.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true)).expect("checksums");
-    let mut totals: Totals = [(0, 0.0, 0.0); 3];
+    let mut totals: Totals = [(0, 0.0, 0.0); 4];
     let (mut frames, mut measured, mut raw_bytes, mut packed_bytes) = (0usize, 0usize, 0usize, 0usize);
     // A log's chunk ends here (a schedule has no chunks).
     let (mut at, mut chunk_end) = (0usize, 0usize);
@@ -149,13 +197,12 @@ fn main() {
         if frames % every != 0 {
             continue;
         }
-        let stored = unpacker
-            .decompress(&payload, entries * ENTRY_BYTES)
+        let mut raw = vec![0u8; entries * ENTRY_BYTES];
+        unpacker
+            .decompress(&payload, entries * COMPACT_ENTRY_BYTES)
             .ok()
-            .filter(|raw| raw.len() == entries * ENTRY_BYTES)
-            .unwrap_or_else(|| fail(&format!("'{path}' is not a log or schedule of checkpoint version 9")));
-        let mut raw = vec![0u8; stored.len()];
-        restore(stored_as, &stored, &mut raw);
+            .and_then(|stored| restore(stored_as, &stored, &mut raw))
+            .unwrap_or_else(|| fail(&format!("'{path}' is not a log or schedule of checkpoint version 13")));
         measure(&raw, &mut packer, &mut unpacker, &mut totals);
         (measured, raw_bytes, packed_bytes) = (measured + 1, raw_bytes + raw.len(), packed_bytes + compressed);
     }

@@ -142,7 +142,7 @@ pub(super) struct CaptureSchedule {
     written: u64,
     /// Entries of the chunk being written not yet in a frame, and one
     /// frame, packed (initialisation): a chunk's frames are full but for
-    /// its last, so that a chunk takes at most [`entries::frames_bound`] of
+    /// its last, so that a chunk takes at most [`FrameStorage::frames_bound`] of
     /// its entries whatever the pieces it comes in.
     pending: Vec<u8>,
     frame: Vec<u8>,
@@ -182,7 +182,7 @@ impl CaptureSchedule {
             .truncate(true)
             .open(&path)
             .map_err(|e| io_error("create", &path, e))?;
-        let (pending, frame) = (Vec::with_capacity(FRAME_BYTES), vec![0; entries::frames_bound(FRAME_ENTRIES)]);
+        let (pending, frame) = (Vec::with_capacity(FRAME_BYTES), vec![0; STORAGE.frames_bound(FRAME_ENTRIES)]);
         let index = ScheduleIndex::new(groups);
         Ok(CaptureSchedule { file, path, index_path, index, written: 0, pending, frame, packed: Vec::new() })
     }
@@ -252,7 +252,7 @@ impl CaptureSchedule {
         debug_assert!(chunks.iter().all(|(_, entries)| entries.len() % ENTRY_BYTES == 0));
         if self.packed.is_empty() {
             let buffers = 2 * rayon::current_num_threads().max(1);
-            self.packed = (0..buffers).map(|_| vec![0; entries::frames_bound(FRAME_ENTRIES)]).collect();
+            self.packed = (0..buffers).map(|_| vec![0; STORAGE.frames_bound(FRAME_ENTRIES)]).collect();
         }
         // (chunk, raw frame) in file order.
         let frames: Vec<(usize, &[u8])> = (chunks.iter().enumerate())
@@ -332,10 +332,16 @@ impl CaptureSchedule {
         &self.index
     }
 
+    /// Most bytes a chunk of a group of `layouts` layouts takes: what
+    /// [`CaptureSchedule::for_each_due`] reads it into.
+    pub fn chunk_bound(layouts: usize) -> usize {
+        STORAGE.frames_bound(layouts)
+    }
+
     /// Calls `visit(layout, states)` for each entry of group `g`'s chunk
     /// at `depth_plies`, read into `scratch` (which must hold
-    /// [`entries::frames_bound`] of the group's layouts); returns the bytes
-    /// read.
+    /// [`CaptureSchedule::chunk_bound`] of the group's layouts); returns
+    /// the bytes read.
     pub fn for_each_due(
         &self,
         (g, depth_plies): (usize, u16),
@@ -352,7 +358,7 @@ impl CaptureSchedule {
         while at < len {
             let header = bytes.get(at..at + FRAME_HEADER_BYTES).ok_or(damaged("a frame runs past its chunk"))?;
             let (entries, compressed) =
-                entries::frame_header(header.try_into().expect("a frame header")).map_err(|e| damaged(e.what()))?;
+                STORAGE.frame_header(header.try_into().expect("a frame header")).map_err(|e| damaged(e.what()))?;
             let start = at + FRAME_HEADER_BYTES;
             let packed = bytes.get(start..start + compressed).ok_or(damaged("a frame runs past its chunk"))?;
             let unpacked = unpacker.unpack(packed, entries, STORAGE).map_err(|e| damaged(e.what()))?;
@@ -681,7 +687,7 @@ mod tests {
             schedule.seal().unwrap();
             let schedule = CaptureSchedule::reopen(dir.path(), "2v2", 4).unwrap();
             let mut unpacker = Unpacker::new();
-            let mut bytes = vec![0u8; entries::frames_bound(capture.len())];
+            let mut bytes = vec![0u8; STORAGE.frames_bound(capture.len())];
             for depth in [3, 5, 7, 9, 11, 13, 4] {
                 let mut got = Vec::new();
                 schedule.for_each_due((2, depth), &mut bytes, &mut unpacker, |n, s| got.push((n as u32, s))).unwrap();
@@ -697,7 +703,7 @@ mod tests {
             bytes[at] ^= 4;
             std::fs::write(&path, &bytes).unwrap();
             let schedule = CaptureSchedule::reopen(dir.path(), "2v2", 4).unwrap();
-            let (mut unpacker, mut scratch) = (Unpacker::new(), vec![0u8; entries::frames_bound(capture.len())]);
+            let (mut unpacker, mut scratch) = (Unpacker::new(), vec![0u8; STORAGE.frames_bound(capture.len())]);
             let damaged = [3, 5, 7, 9, 11, 13].iter().any(|&depth| {
                 let read = schedule.for_each_due((2, depth), &mut scratch, &mut unpacker, |_, _| {});
                 matches!(read, Err(DiskError::Damaged { .. }))

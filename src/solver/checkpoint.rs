@@ -30,8 +30,9 @@ pub const LOCK_FILE: &str = "lock";
 /// are stale, which an earlier version would read; 11: initialisation
 /// mirrors, so images have no capture bit and no scheduled capture; 12: a
 /// mirroring pair stores `held` and `capture` compacted to its solved
-/// placements, `compact.rs`.)
-const CHECKPOINT_VERSION: u32 = 12;
+/// placements, `compact.rs`; 13: the decision log's frames store entries
+/// compact, `entries.rs`.)
+const CHECKPOINT_VERSION: u32 = 13;
 
 #[derive(Debug, Error)]
 pub enum CheckpointError {

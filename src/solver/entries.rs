@@ -8,9 +8,12 @@
 //! `compressed` bytes that unpacks to `entries` entries, at most
 //! [`FRAME_ENTRIES`], each entry's `layout` stored as its difference from
 //! the entry before (the first from 0), wrapping. The file that holds a
-//! frame chooses how its bytes are stored ([`FrameStorage`]): entry after
-//! entry, or transposed: byte 0 of every entry, then byte 1 of every
-//! entry, ... byte 7 (eight *byte planes* of `entries` bytes each).
+//! frame chooses how its bytes are stored ([`FrameStorage`]): transposed,
+//! byte 0 of every entry, then byte 1 of every entry, ... byte 7 (eight
+//! *byte planes* of `entries` bytes each); or *compact*, entry after entry:
+//! a LEB128 varint of twice the difference, plus one if the entry's states
+//! are the entry before's, then the states (4 bytes) unless they are (the
+//! first entry's always follow).
 //!
 //! Why compressed: at 8 men the decision log of 4v4 would be about 26 GB
 //! raw, next to 24 GB of planes, on a disk that must also hold the rest of
@@ -36,11 +39,22 @@
 //! after entry: on the first 230 MiB of 4v4's log, byte planes packed
 //! 7.93 times instead of 10.97, and no faster (`tools/entry_codec.rs`,
 //! docs/BENCHMARKS.md, session 33).
+//!
+//! Why compact for the log: most differences are below 64 and many an
+//! entry has the states of the one before, so zstd gets under half the
+//! bytes. On the first 300 MiB of 8-men 4v4's log (depths 1-8, 3.28 GB
+//! of entries, one thread): 13.95 times smaller instead of 10.43, packed
+//! at 782-800 MB/s instead of 525-533 and unpacked (the transform undone
+//! included) at 1,262-1,288 MB/s instead of 1,015-1,063
+//! (docs/BENCHMARKS.md, session 49).
 
 use std::cell::RefCell;
 
 /// Bytes of an entry.
 pub(super) const ENTRY_BYTES: usize = 8;
+/// Most bytes a compact entry is stored in: a varint of a 33-bit number
+/// (five bytes of seven bits) and the states.
+const COMPACT_ENTRY_BYTES: usize = 9;
 /// Most entries in one frame (128 KiB of them raw): bounds what encoding
 /// and unpacking hold in memory, whatever the size of a group.
 pub(super) const FRAME_ENTRIES: usize = 16 << 10;
@@ -63,17 +77,6 @@ pub(super) fn entry(bytes: &[u8]) -> (usize, u32) {
     (word(&bytes[..4]) as usize, word(&bytes[4..ENTRY_BYTES]))
 }
 
-/// Most bytes a frame of `entries` entries takes, header included.
-fn frame_bound(entries: usize) -> usize {
-    FRAME_HEADER_BYTES + zstd::zstd_safe::compress_bound(entries * ENTRY_BYTES)
-}
-
-/// Most bytes [`encode`] writes for up to `entries` entries.
-pub(super) fn frames_bound(entries: usize) -> usize {
-    let full = entries / FRAME_ENTRIES;
-    full * frame_bound(FRAME_ENTRIES) + frame_bound(entries % FRAME_ENTRIES)
-}
-
 /// Raw bytes of a full frame.
 pub(super) const FRAME_BYTES: usize = FRAME_ENTRIES * ENTRY_BYTES;
 
@@ -89,10 +92,42 @@ thread_local! {
 /// How a frame stores its entries' bytes before compression.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum FrameStorage {
-    /// Entry after entry, 8 bytes each.
-    Entries,
     /// Byte b of every entry, for b = 0..8.
     BytePlanes,
+    /// Entry after entry, a varint of the doubled difference (plus one
+    /// for the states of the entry before), then the states unless so.
+    Compact,
+}
+
+impl FrameStorage {
+    /// Most bytes `entries` entries are stored in before compression.
+    fn stored_bound(self, entries: usize) -> usize {
+        entries
+            * match self {
+                FrameStorage::BytePlanes => ENTRY_BYTES,
+                FrameStorage::Compact => COMPACT_ENTRY_BYTES,
+            }
+    }
+
+    /// Most bytes a frame of `entries` entries takes, header included.
+    fn frame_bound(self, entries: usize) -> usize {
+        FRAME_HEADER_BYTES + zstd::zstd_safe::compress_bound(self.stored_bound(entries))
+    }
+
+    /// Most bytes [`encode`] writes for up to `entries` entries.
+    pub fn frames_bound(self, entries: usize) -> usize {
+        let full = entries / FRAME_ENTRIES;
+        full * self.frame_bound(FRAME_ENTRIES) + self.frame_bound(entries % FRAME_ENTRIES)
+    }
+
+    /// The (entries, compressed bytes) a frame header gives, if a frame
+    /// stored so can have them.
+    pub fn frame_header(self, header: [u8; FRAME_HEADER_BYTES]) -> Result<(usize, usize), FrameError> {
+        let entries = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes")) as usize;
+        let compressed = u32::from_le_bytes(header[4..8].try_into().expect("4 bytes")) as usize;
+        let fits = entries <= FRAME_ENTRIES && FRAME_HEADER_BYTES + compressed <= self.frame_bound(entries);
+        if fits { Ok((entries, compressed)) } else { Err(FrameError::Header) }
+    }
 }
 
 /// The entries `raw` as a frame stores them, into `stored`: each layout as
@@ -101,15 +136,6 @@ pub(super) enum FrameStorage {
 fn entries_to_stored(raw: &[u8], storage: FrameStorage, stored: &mut Vec<u8>) {
     stored.clear();
     match storage {
-        FrameStorage::Entries => {
-            stored.extend_from_slice(raw);
-            let mut last = 0u32;
-            for e in stored.chunks_exact_mut(ENTRY_BYTES) {
-                let (layout, states) = entry(e);
-                put_entry(e, (layout as u32).wrapping_sub(last) as usize, states);
-                last = layout as u32;
-            }
-        }
         FrameStorage::BytePlanes => {
             let n = raw.len() / ENTRY_BYTES;
             stored.resize(raw.len(), 0);
@@ -123,7 +149,58 @@ fn entries_to_stored(raw: &[u8], storage: FrameStorage, stored: &mut Vec<u8>) {
                 }
             }
         }
+        FrameStorage::Compact => {
+            let (mut last, mut last_states) = (0u32, None);
+            for e in raw.chunks_exact(ENTRY_BYTES) {
+                let (layout, states) = entry(e);
+                let same = last_states == Some(states);
+                let mut rest = u64::from((layout as u32).wrapping_sub(last)) << 1 | u64::from(same);
+                while rest >= 0x80 {
+                    stored.push(rest as u8 | 0x80);
+                    rest >>= 7;
+                }
+                stored.push(rest as u8);
+                if !same {
+                    stored.extend_from_slice(&states.to_le_bytes());
+                }
+                (last, last_states) = (layout as u32, Some(states));
+            }
+        }
     }
+}
+
+/// Undoes [`FrameStorage::Compact`]'s side of [`entries_to_stored`]: the
+/// `entries` entries in `stored` into `raw`, or `None` if `stored` does not
+/// hold exactly that many.
+fn compact_to_entries(stored: &[u8], entries: usize, raw: &mut Vec<u8>) -> Option<()> {
+    raw.clear();
+    let (mut at, mut last, mut last_states) = (0, 0u32, None);
+    for _ in 0..entries {
+        let mut word = 0u64;
+        for shift in (0..35).step_by(7) {
+            let byte = *stored.get(at)?;
+            at += 1;
+            word |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                break;
+            }
+            if shift == 28 {
+                return None;
+            }
+        }
+        let states = if word & 1 == 1 {
+            last_states?
+        } else {
+            let bytes = stored.get(at..at + 4)?;
+            at += 4;
+            u32::from_le_bytes(bytes.try_into().expect("4 bytes"))
+        };
+        last = last.wrapping_add((word >> 1) as u32);
+        last_states = Some(states);
+        raw.extend_from_slice(&last.to_le_bytes());
+        raw.extend_from_slice(&states.to_le_bytes());
+    }
+    (at == stored.len()).then_some(())
 }
 
 /// Undoes [`FrameStorage::BytePlanes`]' side of [`entries_to_stored`]:
@@ -139,20 +216,9 @@ fn byte_planes_to_entries(planes: &[u8], raw: &mut [u8]) {
     }
 }
 
-/// Undoes [`FrameStorage::Entries`]' side of [`entries_to_stored`], in
-/// place.
-fn differences_to_layouts(entries: &mut [u8]) {
-    let mut last = 0u32;
-    for e in entries.chunks_exact_mut(ENTRY_BYTES) {
-        let (difference, states) = entry(e);
-        last = last.wrapping_add(difference as u32);
-        put_entry(e, last as usize, states);
-    }
-}
-
 /// Packs `raw`, at most [`FRAME_ENTRIES`] entries as bytes, as one frame
-/// stored as `storage` says into `into` (which must hold [`frames_bound`]
-/// of them); returns the bytes written.
+/// stored as `storage` says into `into` (which must hold
+/// [`FrameStorage::frames_bound`] of them); returns the bytes written.
 pub(super) fn pack_frame(raw: &[u8], storage: FrameStorage, into: &mut [u8]) -> usize {
     debug_assert!(raw.len() <= FRAME_BYTES && raw.len().is_multiple_of(ENTRY_BYTES));
     COMPRESSOR.with_borrow_mut(|compressor| {
@@ -165,9 +231,10 @@ pub(super) fn pack_frame(raw: &[u8], storage: FrameStorage, into: &mut [u8]) -> 
             compressor
         });
         let payload = &mut into[FRAME_HEADER_BYTES..];
-        assert!(payload.len() >= zstd::zstd_safe::compress_bound(raw.len()), "room for the frame's bound");
         let compressed = STORED_FRAME.with_borrow_mut(|stored| {
             entries_to_stored(raw, storage, stored);
+            debug_assert!(stored.len() <= storage.stored_bound(raw.len() / ENTRY_BYTES));
+            assert!(payload.len() >= zstd::zstd_safe::compress_bound(stored.len()), "room for the frame's bound");
             compressor.compress_to_buffer(&stored[..], payload).expect("room for the frame")
         });
         into[..4].copy_from_slice(&((raw.len() / ENTRY_BYTES) as u32).to_le_bytes());
@@ -177,8 +244,8 @@ pub(super) fn pack_frame(raw: &[u8], storage: FrameStorage, into: &mut [u8]) -> 
 }
 
 /// Encodes `entries` as frames stored as `storage` says into `into`,
-/// which must hold [`frames_bound`] of their number; returns the bytes
-/// written and the number of entries.
+/// which must hold [`FrameStorage::frames_bound`] of their number; returns
+/// the bytes written and the number of entries.
 pub(super) fn encode(
     entries: impl Iterator<Item = (usize, u32)>,
     storage: FrameStorage,
@@ -219,15 +286,6 @@ impl FrameError {
     }
 }
 
-/// The (entries, compressed bytes) a frame header gives, if a frame can
-/// have them.
-pub(super) fn frame_header(header: [u8; FRAME_HEADER_BYTES]) -> Result<(usize, usize), FrameError> {
-    let entries = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes")) as usize;
-    let compressed = u32::from_le_bytes(header[4..8].try_into().expect("4 bytes")) as usize;
-    let fits = entries <= FRAME_ENTRIES && FRAME_HEADER_BYTES + compressed <= frame_bound(entries);
-    if fits { Ok((entries, compressed)) } else { Err(FrameError::Header) }
-}
-
 /// Unpacks frames: one frame's entries, as stored and as entries, and the
 /// decompressor, made once.
 pub(super) struct Unpacker {
@@ -241,27 +299,27 @@ impl Unpacker {
         // zstd fails here only if it cannot allocate, which aborts
         // everywhere else too.
         let decompressor = zstd::bulk::Decompressor::new().expect("zstd allocates a decompression context");
-        Unpacker { raw: Vec::with_capacity(FRAME_BYTES), stored: Vec::with_capacity(FRAME_BYTES), decompressor }
+        let stored = Vec::with_capacity(FrameStorage::Compact.stored_bound(FRAME_ENTRIES));
+        Unpacker { raw: Vec::with_capacity(FRAME_BYTES), stored, decompressor }
     }
 
     /// The entries of a frame stored as `storage` says whose header gave
     /// `entries` and whose compressed bytes are `compressed`.
     pub fn unpack(&mut self, compressed: &[u8], entries: usize, storage: FrameStorage) -> Result<&[u8], FrameError> {
-        // Entries are undone in place; byte planes need a second buffer.
-        let into = match storage {
-            FrameStorage::Entries => &mut self.raw,
-            FrameStorage::BytePlanes => &mut self.stored,
-        };
-        into.clear();
-        let unpacked = self.decompressor.decompress_to_buffer(compressed, into);
-        if unpacked.ok() != Some(entries * ENTRY_BYTES) {
-            return Err(FrameError::Unpack);
-        }
+        self.stored.clear();
+        // Room for what the frame may hold (made when the unpacker was):
+        // a frame that unpacks to more is refused by zstd or below.
+        self.stored.reserve(storage.stored_bound(entries));
+        let unpacked =
+            self.decompressor.decompress_to_buffer(compressed, &mut self.stored).map_err(|_| FrameError::Unpack)?;
         match storage {
-            FrameStorage::Entries => differences_to_layouts(&mut self.raw),
+            FrameStorage::BytePlanes if unpacked != entries * ENTRY_BYTES => return Err(FrameError::Unpack),
             FrameStorage::BytePlanes => {
                 self.raw.resize(self.stored.len(), 0);
                 byte_planes_to_entries(&self.stored, &mut self.raw);
+            }
+            FrameStorage::Compact => {
+                compact_to_entries(&self.stored, entries, &mut self.raw).ok_or(FrameError::Unpack)?;
             }
         }
         Ok(&self.raw[..])
@@ -272,8 +330,10 @@ impl Unpacker {
 mod tests {
     use super::*;
 
+    const STORAGES: [FrameStorage; 2] = [FrameStorage::BytePlanes, FrameStorage::Compact];
+
     /// Frames give back their entries whatever the order of the layouts
-    /// (differences wrap), across frame boundaries too, stored either way.
+    /// (differences wrap), across frame boundaries too, stored each way.
     #[test]
     fn frames_round_trip_entries_in_any_order() {
         let mut x = 0x2545_f491_4f6c_dd1du64;
@@ -285,16 +345,18 @@ mod tests {
         };
         let ascending: Vec<(usize, u32)> = (0..FRAME_ENTRIES + 77).map(|n| (3 * n + 1, next() >> 2)).collect();
         let scattered: Vec<(usize, u32)> = (0..1000).map(|_| (next() as usize, next())).collect();
-        let lists = [ascending, scattered, vec![(0, 5)], vec![(u32::MAX as usize, 1), (0, 2)]];
-        for (entries, storage) in lists.iter().flat_map(|e| [(e, FrameStorage::Entries), (e, FrameStorage::BytePlanes)])
-        {
-            let mut packed = vec![0u8; frames_bound(entries.len())];
+        // Runs of consecutive layouts with the same states, as a log has.
+        let runs: Vec<(usize, u32)> = (0..3000).map(|n| (n + n / 7 * 50, (n / 13) as u32 & 3)).collect();
+        let lists =
+            [ascending, scattered, runs, vec![(0, 5)], vec![(u32::MAX as usize, 1), (0, 2)], vec![(1, 0), (2, 0)]];
+        for (entries, storage) in lists.iter().flat_map(|e| STORAGES.map(|storage| (e, storage))) {
+            let mut packed = vec![0u8; storage.frames_bound(entries.len())];
             let (len, count) = encode(entries.iter().copied(), storage, &mut packed);
             assert_eq!(count as usize, entries.len());
             let (mut unpacker, mut at, mut back) = (Unpacker::new(), 0, Vec::new());
             while at < len {
                 let header = packed[at..at + FRAME_HEADER_BYTES].try_into().expect("a header");
-                let (n, compressed) = frame_header(header).expect("a frame encode wrote");
+                let (n, compressed) = storage.frame_header(header).expect("a frame encode wrote");
                 let payload = &packed[at + FRAME_HEADER_BYTES..at + FRAME_HEADER_BYTES + compressed];
                 back.extend(
                     unpacker.unpack(payload, n, storage).expect("unpacks").chunks_exact(ENTRY_BYTES).map(entry),
@@ -303,5 +365,40 @@ mod tests {
             }
             assert_eq!(&back, entries, "{storage:?}");
         }
+    }
+
+    /// Compact bytes that do not hold exactly the entries their frame
+    /// header gives are refused, never read past or taken in part.
+    #[test]
+    fn damaged_compact_frames_are_refused() {
+        let entries = [(3usize, 7u32), (4, 7), (9, 1 << 29)];
+        let mut raw = Vec::new();
+        for &(layout, states) in &entries {
+            raw.extend_from_slice(&(layout as u32).to_le_bytes());
+            raw.extend_from_slice(&states.to_le_bytes());
+        }
+        let mut stored = Vec::new();
+        entries_to_stored(&raw, FrameStorage::Compact, &mut stored);
+        // 3 * 2 + states; 1 * 2 + 1 (the states of the one before); 5 * 2 + states.
+        assert_eq!(stored.len(), 1 + 4 + 1 + 1 + 4);
+        let mut back = Vec::new();
+        assert_eq!(compact_to_entries(&stored, 3, &mut back), Some(()));
+        assert_eq!(back, raw);
+        let refused = |bytes: &[u8], n: usize| compact_to_entries(bytes, n, &mut Vec::new()).is_none();
+        assert!(refused(&stored, 2), "bytes left over");
+        assert!(refused(&stored, 4), "an entry missing");
+        assert!(refused(&stored[..stored.len() - 1], 3), "cut in the states");
+        assert!(refused(&[0x03], 1), "the first entry's states repeat no entry");
+        assert!(refused(&[0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0, 0, 0], 1), "a varint over five bytes");
+        // Through zstd as well: an unpacker refuses the frame.
+        let mut packed = vec![0u8; FrameStorage::Compact.frames_bound(3)];
+        let len = pack_frame(&raw, FrameStorage::Compact, &mut packed);
+        let header = packed[..FRAME_HEADER_BYTES].try_into().expect("a header");
+        let (n, compressed) = FrameStorage::Compact.frame_header(header).expect("a frame pack_frame wrote");
+        assert_eq!((n, FRAME_HEADER_BYTES + compressed), (3, len));
+        let payload = &packed[FRAME_HEADER_BYTES..len];
+        let mut unpacker = Unpacker::new();
+        assert_eq!(unpacker.unpack(payload, 2, FrameStorage::Compact), Err(FrameError::Unpack));
+        assert_eq!(unpacker.unpack(payload, 3, FrameStorage::Compact).map(<[u8]>::to_vec), Ok(raw));
     }
 }

@@ -13,7 +13,7 @@
 use super::capture_schedule::CaptureSchedule;
 use super::decision_log::LandingChunks;
 use super::disk::{AlignedBuf, DiskIo};
-use super::entries::{self, Unpacker};
+use super::entries::Unpacker;
 use super::flags::PlacementFlags;
 use super::lanes::{Lane, LaneLayout, SegmentMap, carve_mut};
 use super::schedule::MoverSlices;
@@ -562,7 +562,7 @@ impl OwnBuffers {
         for &g in groups {
             let (planes, values) = (plane_map.elements(g), value_map.elements(g));
             let room = values.start..values.start + padded_len(&work.values, g) as usize;
-            assert!(room.len() >= entries::frames_bound(planes.len()), "room for a chunk of the group");
+            assert!(room.len() >= CaptureSchedule::chunk_bound(planes.len()), "room for a chunk of the group");
             let (live, block_words) = (&self.live, self.live.block_words());
             let due = &mut self.due.words_mut()[planes.clone()];
             // Steps read `due` in the live placements only, so only those
