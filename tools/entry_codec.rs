@@ -3,9 +3,9 @@
 //! in a streamed run's work directory, stored four ways: layouts as they
 //! are, layouts as differences (logs before checkpoint version 13,
 //! schedules before version 9), differences with the entries' bytes in
-//! byte planes (`FrameStorage::BytePlanes`: schedules since version 9),
-//! and compact (`FrameStorage::Compact`: logs since version 13). Reads the
-//! file's frames (as version 13 writes them) up to LIMIT_MIB packed bytes,
+//! byte planes (schedules from version 9 to 13), and compact (logs since
+//! version 13, schedules since 14: `solver::entries`). Reads the file's
+//! frames (as version 14 writes them) up to LIMIT_MIB packed bytes,
 //! unpacks them, and packs them again each way at zstd level LEVEL, one
 //! frame at a time on one thread; the times include each way's own
 //! transform and its undoing.
@@ -162,7 +162,6 @@ fn main() {
     let every = arg(3, 1, "EVERY").max(1);
     let level: i32 = std::env::args().nth(4).map_or(1, |s| s.parse().unwrap_or_else(|_| fail("LEVEL: a number")));
     let schedule = path.ends_with(".captures");
-    let stored_as = if schedule { Way::BytePlanes } else { Way::Compact };
     let file = std::fs::File::open(&path).unwrap_or_else(|e| fail(&format!("cannot open '{path}': {e}")));
     let data = std::io::Read::take(file, (limit_mib as u64) << 20);
     let mut reader = std::io::BufReader::with_capacity(1 << 20, data);
@@ -201,8 +200,8 @@ fn main() {
         unpacker
             .decompress(&payload, entries * COMPACT_ENTRY_BYTES)
             .ok()
-            .and_then(|stored| restore(stored_as, &stored, &mut raw))
-            .unwrap_or_else(|| fail(&format!("'{path}' is not a log or schedule of checkpoint version 13")));
+            .and_then(|stored| restore(Way::Compact, &stored, &mut raw))
+            .unwrap_or_else(|| fail(&format!("'{path}' is not a log or schedule of checkpoint version 14")));
         measure(&raw, &mut packer, &mut unpacker, &mut totals);
         (measured, raw_bytes, packed_bytes) = (measured + 1, raw_bytes + raw.len(), packed_bytes + compressed);
     }

@@ -16,9 +16,7 @@
 //! written and synced at the end of initialisation.
 
 use super::disk::{DiskError, io_error};
-use super::entries::{
-    self, ENTRY_BYTES, FRAME_BYTES, FRAME_ENTRIES, FRAME_HEADER_BYTES, FrameStorage, Unpacker, entry, put_entry,
-};
+use super::entries::{self, ENTRY_BYTES, FRAME_BYTES, FRAME_ENTRIES, FRAME_HEADER_BYTES, Unpacker, entry, put_entry};
 use super::lanes::carve_mut;
 use crate::rules::CARD_STATES;
 use rayon::prelude::*;
@@ -28,12 +26,6 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 const INDEX_MAGIC: &[u8; 8] = b"onitbcs2";
-
-/// The schedule's frames store their entries in byte planes: a chunk's
-/// entries share their high difference bytes and most state bytes (see
-/// [`super::entries`]; 0.72 of the packing time on 8-men 4v4's schedule,
-/// 2.6% more bytes).
-const STORAGE: FrameStorage = FrameStorage::BytePlanes;
 
 /// Where each group's chunks are in the schedule file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -142,7 +134,7 @@ pub(super) struct CaptureSchedule {
     written: u64,
     /// Entries of the chunk being written not yet in a frame, and one
     /// frame, packed (initialisation): a chunk's frames are full but for
-    /// its last, so that a chunk takes at most [`FrameStorage::frames_bound`] of
+    /// its last, so that a chunk takes at most [`entries::frames_bound`] of
     /// its entries whatever the pieces it comes in.
     pending: Vec<u8>,
     frame: Vec<u8>,
@@ -182,7 +174,7 @@ impl CaptureSchedule {
             .truncate(true)
             .open(&path)
             .map_err(|e| io_error("create", &path, e))?;
-        let (pending, frame) = (Vec::with_capacity(FRAME_BYTES), vec![0; STORAGE.frames_bound(FRAME_ENTRIES)]);
+        let (pending, frame) = (Vec::with_capacity(FRAME_BYTES), vec![0; entries::frames_bound(FRAME_ENTRIES)]);
         let index = ScheduleIndex::new(groups);
         Ok(CaptureSchedule { file, path, index_path, index, written: 0, pending, frame, packed: Vec::new() })
     }
@@ -252,7 +244,7 @@ impl CaptureSchedule {
         debug_assert!(chunks.iter().all(|(_, entries)| entries.len() % ENTRY_BYTES == 0));
         if self.packed.is_empty() {
             let buffers = 2 * rayon::current_num_threads().max(1);
-            self.packed = (0..buffers).map(|_| vec![0; STORAGE.frames_bound(FRAME_ENTRIES)]).collect();
+            self.packed = (0..buffers).map(|_| vec![0; entries::frames_bound(FRAME_ENTRIES)]).collect();
         }
         // (chunk, raw frame) in file order.
         let frames: Vec<(usize, &[u8])> = (chunks.iter().enumerate())
@@ -263,11 +255,8 @@ impl CaptureSchedule {
             // Chunks before `opened` are begun (an empty one has no frame).
             let mut opened = 0;
             for wave in frames.chunks(packed.len()) {
-                let lens: Vec<usize> = packed
-                    .par_iter_mut()
-                    .zip(wave)
-                    .map(|(into, (_, raw))| entries::pack_frame(raw, STORAGE, into))
-                    .collect();
+                let lens: Vec<usize> =
+                    packed.par_iter_mut().zip(wave).map(|(into, (_, raw))| entries::pack_frame(raw, into)).collect();
                 for ((frame, &(c, raw)), len) in packed.iter().zip(wave).zip(lens) {
                     for &(depth, _) in &chunks[opened..=c] {
                         self.begin_chunk(g, depth)?;
@@ -297,7 +286,7 @@ impl CaptureSchedule {
         }
         let count = self.pending.len() / ENTRY_BYTES;
         let mut frame = std::mem::take(&mut self.frame);
-        let len = entries::pack_frame(&self.pending, STORAGE, &mut frame);
+        let len = entries::pack_frame(&self.pending, &mut frame);
         self.pending.clear();
         let appended = self.append_frame(&frame[..len], count);
         self.frame = frame;
@@ -335,7 +324,7 @@ impl CaptureSchedule {
     /// Most bytes a chunk of a group of `layouts` layouts takes: what
     /// [`CaptureSchedule::for_each_due`] reads it into.
     pub fn chunk_bound(layouts: usize) -> usize {
-        STORAGE.frames_bound(layouts)
+        entries::frames_bound(layouts)
     }
 
     /// Calls `visit(layout, states)` for each entry of group `g`'s chunk
@@ -358,10 +347,10 @@ impl CaptureSchedule {
         while at < len {
             let header = bytes.get(at..at + FRAME_HEADER_BYTES).ok_or(damaged("a frame runs past its chunk"))?;
             let (entries, compressed) =
-                STORAGE.frame_header(header.try_into().expect("a frame header")).map_err(|e| damaged(e.what()))?;
+                entries::frame_header(header.try_into().expect("a frame header")).map_err(|e| damaged(e.what()))?;
             let start = at + FRAME_HEADER_BYTES;
             let packed = bytes.get(start..start + compressed).ok_or(damaged("a frame runs past its chunk"))?;
-            let unpacked = unpacker.unpack(packed, entries, STORAGE).map_err(|e| damaged(e.what()))?;
+            let unpacked = unpacker.unpack(packed, entries).map_err(|e| damaged(e.what()))?;
             for bytes in unpacked.chunks_exact(ENTRY_BYTES) {
                 let (n, states) = entry(bytes);
                 visit(n, states);
@@ -687,7 +676,7 @@ mod tests {
             schedule.seal().unwrap();
             let schedule = CaptureSchedule::reopen(dir.path(), "2v2", 4).unwrap();
             let mut unpacker = Unpacker::new();
-            let mut bytes = vec![0u8; STORAGE.frames_bound(capture.len())];
+            let mut bytes = vec![0u8; entries::frames_bound(capture.len())];
             for depth in [3, 5, 7, 9, 11, 13, 4] {
                 let mut got = Vec::new();
                 schedule.for_each_due((2, depth), &mut bytes, &mut unpacker, |n, s| got.push((n as u32, s))).unwrap();
@@ -703,7 +692,7 @@ mod tests {
             bytes[at] ^= 4;
             std::fs::write(&path, &bytes).unwrap();
             let schedule = CaptureSchedule::reopen(dir.path(), "2v2", 4).unwrap();
-            let (mut unpacker, mut scratch) = (Unpacker::new(), vec![0u8; STORAGE.frames_bound(capture.len())]);
+            let (mut unpacker, mut scratch) = (Unpacker::new(), vec![0u8; entries::frames_bound(capture.len())]);
             let damaged = [3, 5, 7, 9, 11, 13].iter().any(|&depth| {
                 let read = schedule.for_each_due((2, depth), &mut scratch, &mut unpacker, |_, _| {});
                 matches!(read, Err(DiskError::Damaged { .. }))

@@ -31,8 +31,8 @@ pub const LOCK_FILE: &str = "lock";
 /// mirrors, so images have no capture bit and no scheduled capture; 12: a
 /// mirroring pair stores `held` and `capture` compacted to its solved
 /// placements, `compact.rs`; 13: the decision log's frames store entries
-/// compact, `entries.rs`.)
-const CHECKPOINT_VERSION: u32 = 13;
+/// compact, `entries.rs`; 14: and the capture schedule's.)
+const CHECKPOINT_VERSION: u32 = 14;
 
 #[derive(Debug, Error)]
 pub enum CheckpointError {

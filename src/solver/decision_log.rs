@@ -24,7 +24,7 @@
 //! 4.8 GB a copy, and sat at almost two copies between checkpoints.
 
 use super::disk::{DiskError, io_error};
-use super::entries::{self, ENTRY_BYTES, FRAME_HEADER_BYTES, FrameStorage, Unpacker, entry};
+use super::entries::{self, ENTRY_BYTES, FRAME_HEADER_BYTES, Unpacker, entry};
 use super::flags::PlacementFlags;
 use super::lanes::LaneLayout;
 use crate::rules::ALL_CARD_STATES;
@@ -33,14 +33,6 @@ use std::fs::{File, OpenOptions};
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-
-/// The log's frames store their entries compact, one after another: its
-/// differences are mostly small and its entries often repeat the states of
-/// the one before, so zstd gets under half the bytes (4v4's first eight
-/// plies: 13.95 times smaller instead of 10.43, packed 1.5 times as fast;
-/// see [`super::entries`]). In byte planes 4v4's log packed 7.93 times
-/// instead of 10.97, and no faster.
-const STORAGE: FrameStorage = FrameStorage::Compact;
 
 /// Bytes buffered before they are written, and read at a time when the log
 /// is applied: allocated once per streamed material (part of the fixed
@@ -151,7 +143,7 @@ impl DecisionLog {
     /// Most bytes [`DecisionLog::encode`] writes for a group of `layouts`
     /// layouts.
     pub fn encoded_bound(layouts: usize) -> usize {
-        STORAGE.frames_bound(layouts)
+        entries::frames_bound(layouts)
     }
 
     /// Encodes the decisions of placements `part` (`block_words` layouts
@@ -183,7 +175,7 @@ impl DecisionLog {
             let first = run.start * block_words;
             nonzero_words(&decided[first..run.end * block_words]).map(move |(n, states)| (first + n, states))
         });
-        entries::encode(entries, STORAGE, into)
+        entries::encode(entries, into)
     }
 
     /// Appends the chunk of `group` in the current step: `count` entries in
@@ -342,15 +334,14 @@ fn visit_frames(
     while at < frames.end {
         let mut header = [0u8; FRAME_HEADER_BYTES];
         read_at(log, &mut header, at)?;
-        let (entries, compressed) = STORAGE.frame_header(header).map_err(|e| damaged(e.what()))?;
+        let (entries, compressed) = entries::frame_header(header).map_err(|e| damaged(e.what()))?;
         let next = at + (FRAME_HEADER_BYTES + compressed) as u64;
         if next > frames.end {
             return Err(damaged("a frame runs past its chunk"));
         }
         buffer.resize(compressed, 0);
         read_at(log, buffer, at + FRAME_HEADER_BYTES as u64)?;
-        for bytes in unpacker.unpack(buffer, entries, STORAGE).map_err(|e| damaged(e.what()))?.chunks_exact(ENTRY_BYTES)
-        {
+        for bytes in unpacker.unpack(buffer, entries).map_err(|e| damaged(e.what()))?.chunks_exact(ENTRY_BYTES) {
             let (n, states) = entry(bytes);
             visit(n, states);
         }

@@ -6,14 +6,10 @@
 //! set of card states), little-endian. A frame is `entries: u32,
 //! compressed: u32`, then a zstd frame (with its content checksum) of
 //! `compressed` bytes that unpacks to `entries` entries, at most
-//! [`FRAME_ENTRIES`], each entry's `layout` stored as its difference from
-//! the entry before (the first from 0), wrapping. The file that holds a
-//! frame chooses how its bytes are stored ([`FrameStorage`]): transposed,
-//! byte 0 of every entry, then byte 1 of every entry, ... byte 7 (eight
-//! *byte planes* of `entries` bytes each); or *compact*, entry after entry:
-//! a LEB128 varint of twice the difference, plus one if the entry's states
-//! are the entry before's, then the states (4 bytes) unless they are (the
-//! first entry's always follow).
+//! [`FRAME_ENTRIES`], stored *compact*, one after another: a LEB128 varint
+//! of twice the entry's layout difference from the entry before (the first
+//! from 0, wrapping), plus one if its states are the entry before's, then
+//! the states (4 bytes) unless they are (the first entry's always follow).
 //!
 //! Why compressed: at 8 men the decision log of 4v4 would be about 26 GB
 //! raw, next to 24 GB of planes, on a disk that must also hold the rest of
@@ -29,32 +25,27 @@
 //! differences 6.95 times, 436 MB/s and 1,057 MB/s
 //! (`tools/entry_codec.rs`, docs/BENCHMARKS.md).
 //!
-//! Why two storages: in a capture schedule, a difference's high bytes and
-//! most of a card-state set's are the same from entry to entry, so byte
-//! planes make long runs, which zstd's fastest levels pack quickly. On
-//! 8-men 4v4's whole schedule (one frame in eight), level 1 packed byte
-//! planes in 0.72 of the time (transposing included), 4.09 times instead
-//! of 4.20, and unpacked them as fast. A decision log's entries repeat
-//! whole (consecutive layouts, the same states), which zstd finds entry
-//! after entry: on the first 230 MiB of 4v4's log, byte planes packed
-//! 7.93 times instead of 10.97, and no faster (`tools/entry_codec.rs`,
-//! docs/BENCHMARKS.md, session 33).
-//!
-//! Why compact for the log: most differences are below 64 and many an
-//! entry has the states of the one before, so zstd gets under half the
-//! bytes. On the first 300 MiB of 8-men 4v4's log (depths 1-8, 3.28 GB
-//! of entries, one thread): 13.95 times smaller instead of 10.43, packed
-//! at 782-800 MB/s instead of 525-533 and unpacked (the transform undone
-//! included) at 1,262-1,288 MB/s instead of 1,015-1,063
-//! (docs/BENCHMARKS.md, session 49).
+//! Why compact: most differences are below 64 and many an entry has the
+//! states of the one before, so zstd gets under half the bytes, and packs
+//! and unpacks them faster than 8-byte entries (the log's, sessions 20-48)
+//! or their bytes transposed into eight byte planes (the schedule's,
+//! sessions 33-48, chosen then over 8-byte entries for its long runs of
+//! equal high bytes). On the first 300 MiB of 8-men 4v4's log (depths
+//! 1-8, 3.28 GB of entries, one thread): 13.95 times smaller instead of
+//! 10.43, packed at 782-800 MB/s instead of 525-533, unpacked (the varints
+//! undone included) at 1,262-1,288 MB/s instead of 1,015-1,063. On one
+//! frame in eight of 4v4's whole schedule: 5.04 times instead of 4.06 in
+//! byte planes, packed at 456-459 MB/s instead of 373-375, unpacked at
+//! 1,089-1,096 instead of 845-851 (`tools/entry_codec.rs`,
+//! docs/BENCHMARKS.md, session 49).
 
 use std::cell::RefCell;
 
 /// Bytes of an entry.
 pub(super) const ENTRY_BYTES: usize = 8;
-/// Most bytes a compact entry is stored in: a varint of a 33-bit number
-/// (five bytes of seven bits) and the states.
-const COMPACT_ENTRY_BYTES: usize = 9;
+/// Most bytes an entry is stored in: a varint of a 33-bit number (five
+/// bytes of seven bits) and the states.
+const STORED_ENTRY_BYTES: usize = 9;
 /// Most entries in one frame (128 KiB of them raw): bounds what encoding
 /// and unpacking hold in memory, whatever the size of a group.
 pub(super) const FRAME_ENTRIES: usize = 16 << 10;
@@ -89,90 +80,49 @@ thread_local! {
     static STORED_FRAME: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// How a frame stores its entries' bytes before compression.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum FrameStorage {
-    /// Byte b of every entry, for b = 0..8.
-    BytePlanes,
-    /// Entry after entry, a varint of the doubled difference (plus one
-    /// for the states of the entry before), then the states unless so.
-    Compact,
+/// Most bytes a frame of `entries` entries takes, header included.
+fn frame_bound(entries: usize) -> usize {
+    FRAME_HEADER_BYTES + zstd::zstd_safe::compress_bound(entries * STORED_ENTRY_BYTES)
 }
 
-impl FrameStorage {
-    /// Most bytes `entries` entries are stored in before compression.
-    fn stored_bound(self, entries: usize) -> usize {
-        entries
-            * match self {
-                FrameStorage::BytePlanes => ENTRY_BYTES,
-                FrameStorage::Compact => COMPACT_ENTRY_BYTES,
-            }
-    }
-
-    /// Most bytes a frame of `entries` entries takes, header included.
-    fn frame_bound(self, entries: usize) -> usize {
-        FRAME_HEADER_BYTES + zstd::zstd_safe::compress_bound(self.stored_bound(entries))
-    }
-
-    /// Most bytes [`encode`] writes for up to `entries` entries.
-    pub fn frames_bound(self, entries: usize) -> usize {
-        let full = entries / FRAME_ENTRIES;
-        full * self.frame_bound(FRAME_ENTRIES) + self.frame_bound(entries % FRAME_ENTRIES)
-    }
-
-    /// The (entries, compressed bytes) a frame header gives, if a frame
-    /// stored so can have them.
-    pub fn frame_header(self, header: [u8; FRAME_HEADER_BYTES]) -> Result<(usize, usize), FrameError> {
-        let entries = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes")) as usize;
-        let compressed = u32::from_le_bytes(header[4..8].try_into().expect("4 bytes")) as usize;
-        let fits = entries <= FRAME_ENTRIES && FRAME_HEADER_BYTES + compressed <= self.frame_bound(entries);
-        if fits { Ok((entries, compressed)) } else { Err(FrameError::Header) }
-    }
+/// Most bytes [`encode`] writes for up to `entries` entries.
+pub(super) fn frames_bound(entries: usize) -> usize {
+    let full = entries / FRAME_ENTRIES;
+    full * frame_bound(FRAME_ENTRIES) + frame_bound(entries % FRAME_ENTRIES)
 }
 
-/// The entries `raw` as a frame stores them, into `stored`: each layout as
-/// its difference from the one before (the first from 0), wrapping, the
-/// bytes as `storage` says.
-fn entries_to_stored(raw: &[u8], storage: FrameStorage, stored: &mut Vec<u8>) {
+/// The (entries, compressed bytes) a frame header gives, if a frame can
+/// have them.
+pub(super) fn frame_header(header: [u8; FRAME_HEADER_BYTES]) -> Result<(usize, usize), FrameError> {
+    let entries = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes")) as usize;
+    let compressed = u32::from_le_bytes(header[4..8].try_into().expect("4 bytes")) as usize;
+    let fits = entries <= FRAME_ENTRIES && FRAME_HEADER_BYTES + compressed <= frame_bound(entries);
+    if fits { Ok((entries, compressed)) } else { Err(FrameError::Header) }
+}
+
+/// The entries `raw` as a frame stores them (compact), into `stored`.
+fn entries_to_stored(raw: &[u8], stored: &mut Vec<u8>) {
     stored.clear();
-    match storage {
-        FrameStorage::BytePlanes => {
-            let n = raw.len() / ENTRY_BYTES;
-            stored.resize(raw.len(), 0);
-            let mut last = 0u32;
-            for (i, bytes) in raw.chunks_exact(ENTRY_BYTES).enumerate() {
-                let (layout, states) = entry(bytes);
-                let word = u64::from((layout as u32).wrapping_sub(last)) | u64::from(states) << 32;
-                last = layout as u32;
-                for (b, byte) in word.to_le_bytes().into_iter().enumerate() {
-                    stored[b * n + i] = byte;
-                }
-            }
+    let (mut last, mut last_states) = (0u32, None);
+    for e in raw.chunks_exact(ENTRY_BYTES) {
+        let (layout, states) = entry(e);
+        let same = last_states == Some(states);
+        let mut rest = u64::from((layout as u32).wrapping_sub(last)) << 1 | u64::from(same);
+        while rest >= 0x80 {
+            stored.push(rest as u8 | 0x80);
+            rest >>= 7;
         }
-        FrameStorage::Compact => {
-            let (mut last, mut last_states) = (0u32, None);
-            for e in raw.chunks_exact(ENTRY_BYTES) {
-                let (layout, states) = entry(e);
-                let same = last_states == Some(states);
-                let mut rest = u64::from((layout as u32).wrapping_sub(last)) << 1 | u64::from(same);
-                while rest >= 0x80 {
-                    stored.push(rest as u8 | 0x80);
-                    rest >>= 7;
-                }
-                stored.push(rest as u8);
-                if !same {
-                    stored.extend_from_slice(&states.to_le_bytes());
-                }
-                (last, last_states) = (layout as u32, Some(states));
-            }
+        stored.push(rest as u8);
+        if !same {
+            stored.extend_from_slice(&states.to_le_bytes());
         }
+        (last, last_states) = (layout as u32, Some(states));
     }
 }
 
-/// Undoes [`FrameStorage::Compact`]'s side of [`entries_to_stored`]: the
-/// `entries` entries in `stored` into `raw`, or `None` if `stored` does not
-/// hold exactly that many.
-fn compact_to_entries(stored: &[u8], entries: usize, raw: &mut Vec<u8>) -> Option<()> {
+/// Undoes [`entries_to_stored`]: the `entries` entries in `stored` into
+/// `raw`, or `None` if `stored` does not hold exactly that many.
+fn stored_to_entries(stored: &[u8], entries: usize, raw: &mut Vec<u8>) -> Option<()> {
     raw.clear();
     let (mut at, mut last, mut last_states) = (0, 0u32, None);
     for _ in 0..entries {
@@ -203,23 +153,10 @@ fn compact_to_entries(stored: &[u8], entries: usize, raw: &mut Vec<u8>) -> Optio
     (at == stored.len()).then_some(())
 }
 
-/// Undoes [`FrameStorage::BytePlanes`]' side of [`entries_to_stored`]:
-/// `planes` back into entries, `raw`.
-fn byte_planes_to_entries(planes: &[u8], raw: &mut [u8]) {
-    debug_assert_eq!(planes.len(), raw.len());
-    let n = raw.len() / ENTRY_BYTES;
-    let mut last = 0u32;
-    for (i, bytes) in raw.chunks_exact_mut(ENTRY_BYTES).enumerate() {
-        let word = u64::from_le_bytes(std::array::from_fn(|b| planes[b * n + i]));
-        last = last.wrapping_add(word as u32);
-        put_entry(bytes, last as usize, (word >> 32) as u32);
-    }
-}
-
 /// Packs `raw`, at most [`FRAME_ENTRIES`] entries as bytes, as one frame
-/// stored as `storage` says into `into` (which must hold
-/// [`FrameStorage::frames_bound`] of them); returns the bytes written.
-pub(super) fn pack_frame(raw: &[u8], storage: FrameStorage, into: &mut [u8]) -> usize {
+/// into `into` (which must hold [`frames_bound`] of them); returns the
+/// bytes written.
+pub(super) fn pack_frame(raw: &[u8], into: &mut [u8]) -> usize {
     debug_assert!(raw.len() <= FRAME_BYTES && raw.len().is_multiple_of(ENTRY_BYTES));
     COMPRESSOR.with_borrow_mut(|compressor| {
         let compressor = compressor.get_or_insert_with(|| {
@@ -232,8 +169,8 @@ pub(super) fn pack_frame(raw: &[u8], storage: FrameStorage, into: &mut [u8]) -> 
         });
         let payload = &mut into[FRAME_HEADER_BYTES..];
         let compressed = STORED_FRAME.with_borrow_mut(|stored| {
-            entries_to_stored(raw, storage, stored);
-            debug_assert!(stored.len() <= storage.stored_bound(raw.len() / ENTRY_BYTES));
+            entries_to_stored(raw, stored);
+            debug_assert!(stored.len() <= raw.len() / ENTRY_BYTES * STORED_ENTRY_BYTES);
             assert!(payload.len() >= zstd::zstd_safe::compress_bound(stored.len()), "room for the frame's bound");
             compressor.compress_to_buffer(&stored[..], payload).expect("room for the frame")
         });
@@ -243,14 +180,10 @@ pub(super) fn pack_frame(raw: &[u8], storage: FrameStorage, into: &mut [u8]) -> 
     })
 }
 
-/// Encodes `entries` as frames stored as `storage` says into `into`,
-/// which must hold [`FrameStorage::frames_bound`] of their number; returns
-/// the bytes written and the number of entries.
-pub(super) fn encode(
-    entries: impl Iterator<Item = (usize, u32)>,
-    storage: FrameStorage,
-    into: &mut [u8],
-) -> (usize, u32) {
+/// Encodes `entries` as frames into `into`, which must hold
+/// [`frames_bound`] of their number; returns the bytes written and the
+/// number of entries.
+pub(super) fn encode(entries: impl Iterator<Item = (usize, u32)>, into: &mut [u8]) -> (usize, u32) {
     RAW_FRAME.with_borrow_mut(|raw| {
         raw.resize(FRAME_BYTES, 0);
         let (mut len, mut count, mut at) = (0, 0u32, 0);
@@ -258,12 +191,12 @@ pub(super) fn encode(
             put_entry(&mut raw[at..], layout, states);
             (at, count) = (at + ENTRY_BYTES, count + 1);
             if at == FRAME_BYTES {
-                len += pack_frame(raw, storage, &mut into[len..]);
+                len += pack_frame(raw, &mut into[len..]);
                 at = 0;
             }
         }
         if at > 0 {
-            len += pack_frame(&raw[..at], storage, &mut into[len..]);
+            len += pack_frame(&raw[..at], &mut into[len..]);
         }
         (len, count)
     })
@@ -299,29 +232,19 @@ impl Unpacker {
         // zstd fails here only if it cannot allocate, which aborts
         // everywhere else too.
         let decompressor = zstd::bulk::Decompressor::new().expect("zstd allocates a decompression context");
-        let stored = Vec::with_capacity(FrameStorage::Compact.stored_bound(FRAME_ENTRIES));
+        let stored = Vec::with_capacity(FRAME_ENTRIES * STORED_ENTRY_BYTES);
         Unpacker { raw: Vec::with_capacity(FRAME_BYTES), stored, decompressor }
     }
 
-    /// The entries of a frame stored as `storage` says whose header gave
-    /// `entries` and whose compressed bytes are `compressed`.
-    pub fn unpack(&mut self, compressed: &[u8], entries: usize, storage: FrameStorage) -> Result<&[u8], FrameError> {
+    /// The entries of a frame whose header gave `entries` and whose
+    /// compressed bytes are `compressed`.
+    pub fn unpack(&mut self, compressed: &[u8], entries: usize) -> Result<&[u8], FrameError> {
         self.stored.clear();
         // Room for what the frame may hold (made when the unpacker was):
         // a frame that unpacks to more is refused by zstd or below.
-        self.stored.reserve(storage.stored_bound(entries));
-        let unpacked =
-            self.decompressor.decompress_to_buffer(compressed, &mut self.stored).map_err(|_| FrameError::Unpack)?;
-        match storage {
-            FrameStorage::BytePlanes if unpacked != entries * ENTRY_BYTES => return Err(FrameError::Unpack),
-            FrameStorage::BytePlanes => {
-                self.raw.resize(self.stored.len(), 0);
-                byte_planes_to_entries(&self.stored, &mut self.raw);
-            }
-            FrameStorage::Compact => {
-                compact_to_entries(&self.stored, entries, &mut self.raw).ok_or(FrameError::Unpack)?;
-            }
-        }
+        self.stored.reserve(entries * STORED_ENTRY_BYTES);
+        self.decompressor.decompress_to_buffer(compressed, &mut self.stored).map_err(|_| FrameError::Unpack)?;
+        stored_to_entries(&self.stored, entries, &mut self.raw).ok_or(FrameError::Unpack)?;
         Ok(&self.raw[..])
     }
 }
@@ -330,10 +253,8 @@ impl Unpacker {
 mod tests {
     use super::*;
 
-    const STORAGES: [FrameStorage; 2] = [FrameStorage::BytePlanes, FrameStorage::Compact];
-
     /// Frames give back their entries whatever the order of the layouts
-    /// (differences wrap), across frame boundaries too, stored each way.
+    /// (differences wrap), across frame boundaries too.
     #[test]
     fn frames_round_trip_entries_in_any_order() {
         let mut x = 0x2545_f491_4f6c_dd1du64;
@@ -349,28 +270,26 @@ mod tests {
         let runs: Vec<(usize, u32)> = (0..3000).map(|n| (n + n / 7 * 50, (n / 13) as u32 & 3)).collect();
         let lists =
             [ascending, scattered, runs, vec![(0, 5)], vec![(u32::MAX as usize, 1), (0, 2)], vec![(1, 0), (2, 0)]];
-        for (entries, storage) in lists.iter().flat_map(|e| STORAGES.map(|storage| (e, storage))) {
-            let mut packed = vec![0u8; storage.frames_bound(entries.len())];
-            let (len, count) = encode(entries.iter().copied(), storage, &mut packed);
+        for entries in &lists {
+            let mut packed = vec![0u8; frames_bound(entries.len())];
+            let (len, count) = encode(entries.iter().copied(), &mut packed);
             assert_eq!(count as usize, entries.len());
             let (mut unpacker, mut at, mut back) = (Unpacker::new(), 0, Vec::new());
             while at < len {
                 let header = packed[at..at + FRAME_HEADER_BYTES].try_into().expect("a header");
-                let (n, compressed) = storage.frame_header(header).expect("a frame encode wrote");
+                let (n, compressed) = frame_header(header).expect("a frame encode wrote");
                 let payload = &packed[at + FRAME_HEADER_BYTES..at + FRAME_HEADER_BYTES + compressed];
-                back.extend(
-                    unpacker.unpack(payload, n, storage).expect("unpacks").chunks_exact(ENTRY_BYTES).map(entry),
-                );
+                back.extend(unpacker.unpack(payload, n).expect("unpacks").chunks_exact(ENTRY_BYTES).map(entry));
                 at += FRAME_HEADER_BYTES + compressed;
             }
-            assert_eq!(&back, entries, "{storage:?}");
+            assert_eq!(&back, entries);
         }
     }
 
-    /// Compact bytes that do not hold exactly the entries their frame
+    /// Stored bytes that do not hold exactly the entries their frame
     /// header gives are refused, never read past or taken in part.
     #[test]
-    fn damaged_compact_frames_are_refused() {
+    fn damaged_frames_are_refused() {
         let entries = [(3usize, 7u32), (4, 7), (9, 1 << 29)];
         let mut raw = Vec::new();
         for &(layout, states) in &entries {
@@ -378,27 +297,27 @@ mod tests {
             raw.extend_from_slice(&states.to_le_bytes());
         }
         let mut stored = Vec::new();
-        entries_to_stored(&raw, FrameStorage::Compact, &mut stored);
+        entries_to_stored(&raw, &mut stored);
         // 3 * 2 + states; 1 * 2 + 1 (the states of the one before); 5 * 2 + states.
         assert_eq!(stored.len(), 1 + 4 + 1 + 1 + 4);
         let mut back = Vec::new();
-        assert_eq!(compact_to_entries(&stored, 3, &mut back), Some(()));
+        assert_eq!(stored_to_entries(&stored, 3, &mut back), Some(()));
         assert_eq!(back, raw);
-        let refused = |bytes: &[u8], n: usize| compact_to_entries(bytes, n, &mut Vec::new()).is_none();
+        let refused = |bytes: &[u8], n: usize| stored_to_entries(bytes, n, &mut Vec::new()).is_none();
         assert!(refused(&stored, 2), "bytes left over");
         assert!(refused(&stored, 4), "an entry missing");
         assert!(refused(&stored[..stored.len() - 1], 3), "cut in the states");
         assert!(refused(&[0x03], 1), "the first entry's states repeat no entry");
         assert!(refused(&[0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0, 0, 0], 1), "a varint over five bytes");
         // Through zstd as well: an unpacker refuses the frame.
-        let mut packed = vec![0u8; FrameStorage::Compact.frames_bound(3)];
-        let len = pack_frame(&raw, FrameStorage::Compact, &mut packed);
+        let mut packed = vec![0u8; frames_bound(3)];
+        let len = pack_frame(&raw, &mut packed);
         let header = packed[..FRAME_HEADER_BYTES].try_into().expect("a header");
-        let (n, compressed) = FrameStorage::Compact.frame_header(header).expect("a frame pack_frame wrote");
+        let (n, compressed) = frame_header(header).expect("a frame pack_frame wrote");
         assert_eq!((n, FRAME_HEADER_BYTES + compressed), (3, len));
         let payload = &packed[FRAME_HEADER_BYTES..len];
         let mut unpacker = Unpacker::new();
-        assert_eq!(unpacker.unpack(payload, 2, FrameStorage::Compact), Err(FrameError::Unpack));
-        assert_eq!(unpacker.unpack(payload, 3, FrameStorage::Compact).map(<[u8]>::to_vec), Ok(raw));
+        assert_eq!(unpacker.unpack(payload, 2), Err(FrameError::Unpack));
+        assert_eq!(unpacker.unpack(payload, 3).map(<[u8]>::to_vec), Ok(raw));
     }
 }
