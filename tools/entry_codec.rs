@@ -13,6 +13,7 @@
 //! (LIMIT_MIB: packed bytes read, default 300; EVERY: pack one frame in
 //! so many again, default 1; LEVEL: zstd level, default 1, the files' own;
 //! negative levels are zstd's fast ones.)
+use onitb::solver;
 use std::process::exit;
 use std::time::Instant;
 
@@ -37,12 +38,15 @@ fn word(bytes: &[u8], at: usize) -> u32 {
 /// A frame's entries (layout, states as 8 bytes each), stored `way`, into
 /// `out`.
 fn store(way: Way, entries: &[u8], out: &mut Vec<u8>) {
+    if way == Way::Compact {
+        return solver::entries_to_stored(entries, out);
+    }
     out.clear();
     let n = entries.len() / ENTRY_BYTES;
     if way == Way::BytePlanes {
         out.resize(entries.len(), 0);
     }
-    let (mut last, mut last_states) = (0u32, None);
+    let mut last = 0u32;
     for (i, e) in entries.chunks_exact(ENTRY_BYTES).enumerate() {
         let (layout, states) = (word(e, 0), word(e, 4));
         let first = if way == Way::Layouts { layout } else { layout.wrapping_sub(last) };
@@ -54,20 +58,8 @@ fn store(way: Way, entries: &[u8], out: &mut Vec<u8>) {
                     out[b * n + i] = byte;
                 }
             }
-            Way::Compact => {
-                let same = last_states == Some(states);
-                let mut rest = u64::from(first) << 1 | u64::from(same);
-                while rest >= 0x80 {
-                    out.push(rest as u8 | 0x80);
-                    rest >>= 7;
-                }
-                out.push(rest as u8);
-                if !same {
-                    out.extend_from_slice(&states.to_le_bytes());
-                }
-                last_states = Some(states);
-            }
             Way::Layouts | Way::Differences => out.extend_from_slice(&stored.to_le_bytes()),
+            Way::Compact => unreachable!("stored by the solver's codec above"),
         }
     }
 }
@@ -76,35 +68,26 @@ fn store(way: Way, entries: &[u8], out: &mut Vec<u8>) {
 /// `None` if `stored` does not hold them all.
 fn restore(way: Way, stored: &[u8], out: &mut [u8]) -> Option<()> {
     let n = out.len() / ENTRY_BYTES;
-    if way != Way::Compact && stored.len() != out.len() {
+    if way == Way::Compact {
+        let mut entries = Vec::with_capacity(out.len());
+        solver::stored_to_entries(stored, n, &mut entries)?;
+        out.copy_from_slice(&entries);
+        return Some(());
+    }
+    if stored.len() != out.len() {
         return None;
     }
-    let (mut last, mut at, mut states) = (0u32, 0, 0u32);
+    let mut last = 0u32;
     for (i, e) in out.chunks_exact_mut(ENTRY_BYTES).enumerate() {
         let value = match way {
             Way::BytePlanes => u64::from_le_bytes(std::array::from_fn(|b| stored[b * n + i])),
-            Way::Compact => {
-                let (mut varint, mut shift) = (0u64, 0);
-                loop {
-                    let byte = *stored.get(at)?;
-                    (at, varint, shift) = (at + 1, varint | u64::from(byte & 0x7f) << shift, shift + 7);
-                    if byte < 0x80 || shift > 28 {
-                        break;
-                    }
-                }
-                if varint & 1 == 0 {
-                    states = u32::from_le_bytes(stored.get(at..at + 4)?.try_into().expect("4 bytes"));
-                    at += 4;
-                }
-                varint >> 1 | u64::from(states) << 32
-            }
             _ => u64::from_le_bytes(stored[i * ENTRY_BYTES..][..ENTRY_BYTES].try_into().expect("8 bytes")),
         };
         last = if way == Way::Layouts { value as u32 } else { last.wrapping_add(value as u32) };
         e[..4].copy_from_slice(&last.to_le_bytes());
         e[4..].copy_from_slice(&((value >> 32) as u32).to_le_bytes());
     }
-    (way != Way::Compact || at == stored.len()).then_some(())
+    Some(())
 }
 
 #[derive(Clone, Copy, PartialEq)]

@@ -101,7 +101,7 @@ pub(super) fn frame_header(header: [u8; FRAME_HEADER_BYTES]) -> Result<(usize, u
 }
 
 /// The entries `raw` as a frame stores them (compact), into `stored`.
-fn entries_to_stored(raw: &[u8], stored: &mut Vec<u8>) {
+pub fn entries_to_stored(raw: &[u8], stored: &mut Vec<u8>) {
     stored.clear();
     let (mut last, mut last_states) = (0u32, None);
     for e in raw.chunks_exact(ENTRY_BYTES) {
@@ -122,7 +122,7 @@ fn entries_to_stored(raw: &[u8], stored: &mut Vec<u8>) {
 
 /// Undoes [`entries_to_stored`]: the `entries` entries in `stored` into
 /// `raw`, or `None` if `stored` does not hold exactly that many.
-fn stored_to_entries(stored: &[u8], entries: usize, raw: &mut Vec<u8>) -> Option<()> {
+pub fn stored_to_entries(stored: &[u8], entries: usize, raw: &mut Vec<u8>) -> Option<()> {
     raw.clear();
     let (mut at, mut last, mut last_states) = (0, 0u32, None);
     for _ in 0..entries {

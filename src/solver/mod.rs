@@ -37,6 +37,10 @@ mod compact;
 mod decision_log;
 pub mod disk;
 mod entries;
+/// The work files' entry codec, for `tools/entry_codec.rs` to measure
+/// (the frames around it stay private).
+#[doc(hidden)]
+pub use entries::{entries_to_stored, stored_to_entries};
 mod flags;
 mod kernel;
 pub mod lanes;
