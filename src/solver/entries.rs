@@ -73,10 +73,8 @@ pub(super) const FRAME_BYTES: usize = FRAME_ENTRIES * ENTRY_BYTES;
 
 thread_local! {
     /// Per thread (rayon workers encode groups in parallel), made once: the
-    /// compressor, and one frame's entries before compression.
+    /// compressor, and one frame's entries as stored, before compression.
     static COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> = const { RefCell::new(None) };
-    static RAW_FRAME: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    /// One frame's entries as stored, before compression.
     static STORED_FRAME: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
@@ -100,14 +98,19 @@ pub(super) fn frame_header(header: [u8; FRAME_HEADER_BYTES]) -> Result<(usize, u
     if fits { Ok((entries, compressed)) } else { Err(FrameError::Header) }
 }
 
-/// The entries `raw` as a frame stores them (compact), into `stored`.
-pub fn entries_to_stored(raw: &[u8], stored: &mut Vec<u8>) {
-    stored.clear();
-    let (mut last, mut last_states) = (0u32, None);
-    for e in raw.chunks_exact(ENTRY_BYTES) {
-        let (layout, states) = entry(e);
-        let same = last_states == Some(states);
-        let mut rest = u64::from((layout as u32).wrapping_sub(last)) << 1 | u64::from(same);
+/// Appends entries to a frame's stored bytes (compact), remembering the
+/// entry before; a frame starts with a new one.
+#[derive(Default)]
+struct CompactWriter {
+    last: u32,
+    last_states: Option<u32>,
+}
+
+impl CompactWriter {
+    #[inline]
+    fn push(&mut self, stored: &mut Vec<u8>, layout: usize, states: u32) {
+        let same = self.last_states == Some(states);
+        let mut rest = u64::from((layout as u32).wrapping_sub(self.last)) << 1 | u64::from(same);
         while rest >= 0x80 {
             stored.push(rest as u8 | 0x80);
             rest >>= 7;
@@ -116,7 +119,17 @@ pub fn entries_to_stored(raw: &[u8], stored: &mut Vec<u8>) {
         if !same {
             stored.extend_from_slice(&states.to_le_bytes());
         }
-        (last, last_states) = (layout as u32, Some(states));
+        (self.last, self.last_states) = (layout as u32, Some(states));
+    }
+}
+
+/// The entries `raw` as a frame stores them (compact), into `stored`.
+pub fn entries_to_stored(raw: &[u8], stored: &mut Vec<u8>) {
+    stored.clear();
+    let mut writer = CompactWriter::default();
+    for e in raw.chunks_exact(ENTRY_BYTES) {
+        let (layout, states) = entry(e);
+        writer.push(stored, layout, states);
     }
 }
 
@@ -138,6 +151,10 @@ pub fn stored_to_entries(stored: &[u8], entries: usize, raw: &mut Vec<u8>) -> Op
                 return None;
             }
         }
+        // A difference is 32 bits: more is damage, not a wrapped layout.
+        if word >> 33 != 0 {
+            return None;
+        }
         let states = if word & 1 == 1 {
             last_states?
         } else {
@@ -158,6 +175,16 @@ pub fn stored_to_entries(stored: &[u8], entries: usize, raw: &mut Vec<u8>) -> Op
 /// bytes written.
 pub(super) fn pack_frame(raw: &[u8], into: &mut [u8]) -> usize {
     debug_assert!(raw.len() <= FRAME_BYTES && raw.len().is_multiple_of(ENTRY_BYTES));
+    STORED_FRAME.with_borrow_mut(|stored| {
+        entries_to_stored(raw, stored);
+        pack_stored(stored, raw.len() / ENTRY_BYTES, into)
+    })
+}
+
+/// Packs the stored bytes of `entries` entries as one frame into `into`;
+/// returns the bytes written.
+fn pack_stored(stored: &[u8], entries: usize, into: &mut [u8]) -> usize {
+    debug_assert!(entries <= FRAME_ENTRIES && stored.len() <= entries * STORED_ENTRY_BYTES);
     COMPRESSOR.with_borrow_mut(|compressor| {
         let compressor = compressor.get_or_insert_with(|| {
             let mut compressor = zstd::bulk::Compressor::new(FRAME_LEVEL).expect("zstd level 1 exists");
@@ -168,13 +195,9 @@ pub(super) fn pack_frame(raw: &[u8], into: &mut [u8]) -> usize {
             compressor
         });
         let payload = &mut into[FRAME_HEADER_BYTES..];
-        let compressed = STORED_FRAME.with_borrow_mut(|stored| {
-            entries_to_stored(raw, stored);
-            debug_assert!(stored.len() <= raw.len() / ENTRY_BYTES * STORED_ENTRY_BYTES);
-            assert!(payload.len() >= zstd::zstd_safe::compress_bound(stored.len()), "room for the frame's bound");
-            compressor.compress_to_buffer(&stored[..], payload).expect("room for the frame")
-        });
-        into[..4].copy_from_slice(&((raw.len() / ENTRY_BYTES) as u32).to_le_bytes());
+        assert!(payload.len() >= zstd::zstd_safe::compress_bound(stored.len()), "room for the frame's bound");
+        let compressed = compressor.compress_to_buffer(stored, payload).expect("room for the frame");
+        into[..4].copy_from_slice(&(entries as u32).to_le_bytes());
         into[4..FRAME_HEADER_BYTES].copy_from_slice(&(compressed as u32).to_le_bytes());
         FRAME_HEADER_BYTES + compressed
     })
@@ -182,21 +205,23 @@ pub(super) fn pack_frame(raw: &[u8], into: &mut [u8]) -> usize {
 
 /// Encodes `entries` as frames into `into`, which must hold
 /// [`frames_bound`] of their number; returns the bytes written and the
-/// number of entries.
+/// number of entries. Entries go straight into a frame's stored bytes.
 pub(super) fn encode(entries: impl Iterator<Item = (usize, u32)>, into: &mut [u8]) -> (usize, u32) {
-    RAW_FRAME.with_borrow_mut(|raw| {
-        raw.resize(FRAME_BYTES, 0);
-        let (mut len, mut count, mut at) = (0, 0u32, 0);
+    STORED_FRAME.with_borrow_mut(|stored| {
+        stored.clear();
+        let (mut len, mut count, mut in_frame) = (0, 0u32, 0);
+        let mut writer = CompactWriter::default();
         for (layout, states) in entries {
-            put_entry(&mut raw[at..], layout, states);
-            (at, count) = (at + ENTRY_BYTES, count + 1);
-            if at == FRAME_BYTES {
-                len += pack_frame(raw, &mut into[len..]);
-                at = 0;
+            writer.push(stored, layout, states);
+            (in_frame, count) = (in_frame + 1, count + 1);
+            if in_frame == FRAME_ENTRIES {
+                len += pack_stored(stored, in_frame, &mut into[len..]);
+                (in_frame, writer) = (0, CompactWriter::default());
+                stored.clear();
             }
         }
-        if at > 0 {
-            len += pack_frame(&raw[..at], &mut into[len..]);
+        if in_frame > 0 {
+            len += pack_stored(stored, in_frame, &mut into[len..]);
         }
         (len, count)
     })
