@@ -529,6 +529,14 @@ impl OwnBuffers {
         self.planes[i].words()
     }
 
+    /// The `capture` plane, the values and the `due` plane as bytes: what
+    /// initialisation writes the capture schedule from, and the scratch it
+    /// sorts it in (it has no due states).
+    pub fn captures_and_scratch(&mut self) -> ((&[u32], &[u8]), &mut [u8]) {
+        let i = WINDOW_LANES.iter().position(|&l| l == Lane::Capture).expect("a plane lane");
+        ((self.planes[i].words(), self.values.bytes()), self.due.bytes_mut())
+    }
+
     /// The `fresh` plane (where a streamed step leaves what it decided),
     /// the live flags (the placements whose `fresh` words are the batch's)
     /// and the value buffer (free once the step has run), to log the
