@@ -31,11 +31,21 @@ pub(super) struct UnpackedGroups {
     /// Where the next group goes. Every held group that starts before it
     /// ends at or before it.
     head: usize,
+    /// How often a call started again from the front (for the tests).
+    #[cfg(test)]
+    from_front: usize,
 }
 
 impl UnpackedGroups {
     pub fn new(capacity: usize) -> UnpackedGroups {
-        UnpackedGroups { capacity, place: HashMap::new(), by_start: BTreeMap::new(), head: 0 }
+        UnpackedGroups {
+            capacity,
+            place: HashMap::new(),
+            by_start: BTreeMap::new(),
+            head: 0,
+            #[cfg(test)]
+            from_front: 0,
+        }
     }
 
     /// Makes `buffer` hold `groups` (distinct) side by side with what it
@@ -93,6 +103,10 @@ impl UnpackedGroups {
         unpack: impl Fn(usize, &mut [u8]) -> Result<(), E> + Sync,
     ) -> Result<Option<Vec<usize>>, E> {
         self.clear();
+        #[cfg(test)]
+        {
+            self.from_front += 1;
+        }
         if groups.iter().map(|&g| bytes(g)).sum::<usize>() > self.capacity {
             return Ok(None);
         }
@@ -205,6 +219,41 @@ mod tests {
             unpacked_bytes * 3 < asked_bytes,
             "kept groups are not unpacked again: {unpacked_bytes} of {asked_bytes}"
         );
+    }
+
+    /// Sets of groups that nearly fill the buffer, after others: the ring
+    /// wraps over groups a set needs and must start again from the front;
+    /// a set is refused only if it is bigger than the buffer.
+    #[test]
+    fn groups_that_fit_together_are_always_held() {
+        let capacity = 5_000;
+        let mut buffer = vec![0u8; capacity];
+        let mut held = UnpackedGroups::new(capacity);
+        let mut seed = 777u64;
+        let mut next = |n: usize| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % n
+        };
+        let mut refused = 0;
+        for _ in 0..3_000 {
+            let mut groups: Vec<usize> = (0..2 + next(8)).map(|_| next(40)).collect();
+            groups.sort_unstable();
+            groups.dedup();
+            let total: usize = groups.iter().map(|&g| group_bytes(g)).sum();
+            match held.hold(&groups, group_bytes, &mut buffer, fill).unwrap() {
+                None => {
+                    assert!(total > capacity, "{total} bytes fit {capacity}");
+                    assert!(held.place.is_empty());
+                    refused += 1;
+                }
+                Some(_) => {
+                    assert!(groups.iter().all(|&g| holds(&held, &buffer, g)));
+                }
+            }
+        }
+        // Refusals start from the front too: some sets that fit must have.
+        let from_front = held.from_front - refused;
+        assert!(refused > 0 && from_front > 0, "both ends are reached: {refused} refused, {from_front} from the front");
     }
 
     #[test]
