@@ -61,6 +61,34 @@ impl UnpackedGroups {
         unpack: impl Fn(usize, &mut [u8]) -> Result<(), E> + Sync,
     ) -> Result<Option<Vec<usize>>, E> {
         assert_eq!(buffer.len(), self.capacity, "the buffer the places are in");
+        let placed = match self.place_in_ring(groups, &bytes) {
+            Some(placed) => placed,
+            // The ring went round over groups this call needs: drop every
+            // group and place these from the front, if they fit.
+            None => {
+                self.clear();
+                #[cfg(test)]
+                {
+                    self.from_front += 1;
+                }
+                if groups.iter().map(|&g| bytes(g)).sum::<usize>() > self.capacity {
+                    return Ok(None);
+                }
+                for &g in groups {
+                    self.put(g, self.head..self.head + bytes(g));
+                }
+                groups.to_vec()
+            }
+        };
+        self.unpack(&placed, buffer, unpack)?;
+        Ok(Some(placed))
+    }
+
+    /// Places the groups of `groups` not held yet at the head, dropping the
+    /// groups they go over (and placing again those of `groups` among
+    /// them); returns the groups placed, or None once more than a
+    /// buffer's worth was placed.
+    fn place_in_ring(&mut self, groups: &[usize], bytes: impl Fn(usize) -> usize) -> Option<Vec<usize>> {
         let wanted: HashSet<usize> = groups.iter().copied().collect();
         debug_assert_eq!(wanted.len(), groups.len(), "distinct groups");
         let mut todo: VecDeque<usize> = groups.iter().copied().filter(|g| !self.place.contains_key(g)).collect();
@@ -69,10 +97,8 @@ impl UnpackedGroups {
         while let Some(g) = todo.pop_front() {
             let len = bytes(g);
             placed_bytes += len;
-            // More than a buffer's worth placed: the ring went round over
-            // groups this call needs. Start again from the front.
             if placed_bytes > self.capacity {
-                return self.hold_from_front(groups, bytes, buffer, unpack);
+                return None;
             }
             if self.head + len > self.capacity {
                 self.head = 0;
@@ -89,33 +115,7 @@ impl UnpackedGroups {
             self.put(g, at);
             placed.insert(g);
         }
-        let unpacked: Vec<usize> = groups.iter().copied().filter(|g| placed.contains(g)).collect();
-        self.unpack(&unpacked, buffer, unpack)?;
-        Ok(Some(unpacked))
-    }
-
-    /// Drops every group and places `groups` from the front, if they fit.
-    fn hold_from_front<E: Send>(
-        &mut self,
-        groups: &[usize],
-        bytes: impl Fn(usize) -> usize,
-        buffer: &mut [u8],
-        unpack: impl Fn(usize, &mut [u8]) -> Result<(), E> + Sync,
-    ) -> Result<Option<Vec<usize>>, E> {
-        self.clear();
-        #[cfg(test)]
-        {
-            self.from_front += 1;
-        }
-        if groups.iter().map(|&g| bytes(g)).sum::<usize>() > self.capacity {
-            return Ok(None);
-        }
-        for &g in groups {
-            let len = bytes(g);
-            self.put(g, self.head..self.head + len);
-        }
-        self.unpack(groups, buffer, unpack)?;
-        Ok(Some(groups.to_vec()))
+        Some(groups.iter().copied().filter(|g| placed.contains(g)).collect())
     }
 
     /// Unpacks `groups` into their places; holds none of them if one fails.
@@ -179,6 +179,14 @@ mod tests {
         Ok(())
     }
 
+    /// Pseudo-random numbers below `n` (a linear congruential generator).
+    fn numbers(mut seed: u64) -> impl FnMut(usize) -> usize {
+        move |n| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % n
+        }
+    }
+
     fn holds(held: &UnpackedGroups, buffer: &[u8], g: usize) -> bool {
         let at = held.elements(g);
         at.len() == group_bytes(g) && buffer[at].iter().enumerate().all(|(i, &b)| b == (g * 31 + i) as u8)
@@ -189,11 +197,7 @@ mod tests {
         let capacity = 20_000;
         let mut buffer = vec![0u8; capacity];
         let mut held = UnpackedGroups::new(capacity);
-        let mut seed = 12345u64;
-        let mut next = |n: usize| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 33) as usize % n
-        };
+        let mut next = numbers(12345);
         let (mut unpacked_bytes, mut asked_bytes) = (0, 0);
         for batch in 0..2_000 {
             // Neighbouring batches ask for overlapping runs of groups, as
@@ -229,11 +233,7 @@ mod tests {
         let capacity = 5_000;
         let mut buffer = vec![0u8; capacity];
         let mut held = UnpackedGroups::new(capacity);
-        let mut seed = 777u64;
-        let mut next = |n: usize| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 33) as usize % n
-        };
+        let mut next = numbers(777);
         let mut refused = 0;
         for _ in 0..3_000 {
             let mut groups: Vec<usize> = (0..2 + next(8)).map(|_| next(40)).collect();
