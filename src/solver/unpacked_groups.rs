@@ -136,6 +136,9 @@ impl UnpackedGroups {
     }
 
     fn put(&mut self, g: usize, at: Range<usize>) {
+        // Two groups at one first byte would share an entry of `by_start`,
+        // and dropping one would leave the other held but never dropped.
+        assert!(!at.is_empty(), "group {g} has values");
         debug_assert!(at.start == self.head || at.start == 0, "groups go in at the head");
         debug_assert!(self.by_start.range(..at.start).next_back().is_none_or(|(_, h)| self.place[h].end <= at.start));
         self.head = at.end;
