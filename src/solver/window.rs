@@ -63,6 +63,11 @@ pub(super) const WINDOW_PLANES: u64 = 6;
 /// plane buffer is `due`). All but `fresh` are stored in work files.
 pub(super) const WINDOW_LANES: [Lane; 5] = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::Capture, Lane::Held];
 
+/// The plane buffer of `lane` (one of [`WINDOW_LANES`]).
+fn buffer_of(lane: Lane) -> usize {
+    WINDOW_LANES.iter().position(|&l| l == lane).expect("a window lane")
+}
+
 /// The buffer of `fresh` among a window's planes (where sparse groups'
 /// `SparseRest` records are read and gathered).
 const FRESH_BUFFER: usize = 2;
@@ -296,7 +301,7 @@ impl OwnBuffers {
             return;
         };
         for (lane, g) in self.compacted.drain(..) {
-            let buffer = WINDOW_LANES.iter().position(|&l| l == lane).expect("a window lane");
+            let buffer = buffer_of(lane);
             let at = plane_map.elements(g).start;
             let len = padded_len(&work.planes, g) as usize / 4;
             let words = &mut self.planes[buffer].words_mut()[at..at + len];
@@ -525,7 +530,7 @@ impl OwnBuffers {
 
     /// The words of one plane lane's buffer.
     pub fn plane(&self, lane: Lane) -> &[u32] {
-        let i = WINDOW_LANES.iter().position(|&l| l == lane).expect("a plane lane");
+        let i = buffer_of(lane);
         self.planes[i].words()
     }
 
@@ -533,7 +538,7 @@ impl OwnBuffers {
     /// initialisation writes the capture schedule from, and the scratch it
     /// sorts it in (it has no due states).
     pub fn captures_and_scratch(&mut self) -> ((&[u32], &[u8]), &mut [u8]) {
-        let i = WINDOW_LANES.iter().position(|&l| l == Lane::Capture).expect("a plane lane");
+        let i = buffer_of(Lane::Capture);
         ((self.planes[i].words(), self.values.bytes()), self.due.bytes_mut())
     }
 
@@ -542,7 +547,7 @@ impl OwnBuffers {
     /// and the value buffer (free once the step has run), to log the
     /// decisions.
     pub fn decided_and_scratch(&mut self) -> ((&[u32], &PlacementFlags), &mut [u8]) {
-        let i = WINDOW_LANES.iter().position(|&l| l == Lane::Fresh).expect("a plane lane");
+        let i = buffer_of(Lane::Fresh);
         ((self.planes[i].words(), &self.live), self.values.bytes_mut())
     }
 
