@@ -138,9 +138,10 @@ pub(super) struct CaptureSchedule {
     /// its entries whatever the pieces it comes in.
     pending: Vec<u8>,
     frame: Vec<u8>,
-    /// Frames packed side by side by [`CaptureSchedule::write_chunks`]
-    /// (initialisation): two per thread, made at its first call.
-    packed: Vec<Vec<u8>>,
+    /// Where [`CaptureSchedule::write_chunks`] packs frames when the
+    /// caller lends it no memory (initialisation with one window): room
+    /// for two full frames per thread, made at its first such call.
+    packed: Vec<u8>,
 }
 
 fn paths(dir: &Path, material: impl std::fmt::Display) -> (PathBuf, PathBuf) {
@@ -235,40 +236,122 @@ impl CaptureSchedule {
 
     /// Writes chunks of the group begun last: `(depth_plies, entries as
     /// bytes)`, depths in increasing order and with no entries written yet,
-    /// packing the frames of all of them in parallel waves. (Packed a chunk
-    /// at a time, one frame each for most chunks, packing ran on one thread
-    /// and the schedule took more than half of 8-men 4v4's initialisation.)
-    /// The frames are those [`CaptureSchedule::write`] makes of the same
-    /// entries.
-    pub fn write_chunks(&mut self, g: usize, chunks: &[(u16, &[u8])]) -> Result<(), DiskError> {
+    /// packing their frames in parallel in `lent` (the idle second window's
+    /// memory, at initialisation), or in a buffer of the schedule's own if
+    /// none is lent or it is smaller than two full frames. The frames are
+    /// those [`CaptureSchedule::write`] makes of the same entries.
+    ///
+    /// The area's halves take turns: while the workers pack a wave of
+    /// frames (as many as one half holds by their bounds) into one, the
+    /// frames packed into the other are appended to the file. (Packed a
+    /// chunk at a time, packing ran on one thread and the schedule took
+    /// more than half of 8-men 4v4's initialisation; in waves of four
+    /// frames, with appending after each wave, it still took 44 s of its
+    /// 92, the appends 13 s of them: docs/BENCHMARKS.md, session 51.)
+    pub fn write_chunks(
+        &mut self,
+        g: usize,
+        chunks: &[(u16, &[u8])],
+        lent: Option<&mut [u8]>,
+    ) -> Result<(), DiskError> {
         debug_assert!(chunks.iter().all(|(_, entries)| entries.len() % ENTRY_BYTES == 0));
-        if self.packed.is_empty() {
-            let buffers = 2 * rayon::current_num_threads().max(1);
-            self.packed = (0..buffers).map(|_| vec![0; entries::frames_bound(FRAME_ENTRIES)]).collect();
-        }
+        let smallest = 2 * entries::frames_bound(FRAME_ENTRIES);
+        let mut own = std::mem::take(&mut self.packed);
+        let area = match lent {
+            Some(area) if area.len() >= smallest => area,
+            _ => {
+                if own.is_empty() {
+                    own = vec![0; rayon::current_num_threads().max(1) * smallest];
+                }
+                &mut own[..]
+            }
+        };
+        let written = self.pack_and_append(g, chunks, area);
+        self.packed = own;
+        written
+    }
+
+    /// [`CaptureSchedule::write_chunks`] in `area`.
+    fn pack_and_append(&mut self, g: usize, chunks: &[(u16, &[u8])], area: &mut [u8]) -> Result<(), DiskError> {
         // (chunk, raw frame) in file order.
         let frames: Vec<(usize, &[u8])> = (chunks.iter().enumerate())
             .flat_map(|(c, (_, entries))| entries.chunks(FRAME_BYTES).map(move |frame| (c, frame)))
             .collect();
-        let mut packed = std::mem::take(&mut self.packed);
-        let written = (|| {
-            // Chunks before `opened` are begun (an empty one has no frame).
-            let mut opened = 0;
-            for wave in frames.chunks(packed.len()) {
-                let lens: Vec<usize> =
-                    packed.par_iter_mut().zip(wave).map(|(into, (_, raw))| entries::pack_frame(raw, into)).collect();
-                for ((frame, &(c, raw)), len) in packed.iter().zip(wave).zip(lens) {
-                    for &(depth, _) in &chunks[opened..=c] {
-                        self.begin_chunk(g, depth)?;
-                    }
-                    opened = opened.max(c + 1);
-                    self.append_frame(&frame[..len], raw.len() / ENTRY_BYTES)?;
-                }
+        let bound = |raw: &[u8]| entries::frames_bound(raw.len() / ENTRY_BYTES);
+        let half = (area.len() / 2).min(WAVE_FULL_FRAMES * entries::frames_bound(FRAME_ENTRIES));
+        assert!(half >= entries::frames_bound(FRAME_ENTRIES), "half the area holds a full frame");
+        // Waves: runs of frames whose bounds fit a half together.
+        let mut waves: Vec<Range<usize>> = Vec::new();
+        let (mut start, mut bytes) = (0, 0);
+        for (i, &(_, raw)) in frames.iter().enumerate() {
+            if bytes + bound(raw) > half {
+                waves.push(start..i);
+                (start, bytes) = (i, 0);
             }
-            chunks[opened..].iter().try_for_each(|&(depth, _)| self.begin_chunk(g, depth))
-        })();
-        self.packed = packed;
-        written
+            bytes += bound(raw);
+        }
+        waves.push(start..frames.len());
+        let (first, second) = area.split_at_mut(half);
+        let mut halves = [first, second];
+        // Chunks before `opened` are begun (an empty one has no frame).
+        let mut opened = 0;
+        // The wave packed last, with its frames' lengths, in `halves[w % 2]`.
+        let mut packed: Option<(usize, Vec<usize>)> = None;
+        for (w, wave) in waves.iter().enumerate() {
+            let [first, second] = &mut halves;
+            let (now, before) = if w % 2 == 0 { (first, &*second) } else { (second, &*first) };
+            let frames_now = &frames[wave.clone()];
+            let pack = || -> Vec<usize> {
+                let mut regions = Vec::with_capacity(frames_now.len());
+                let mut rest = &mut now[..];
+                for &(_, raw) in frames_now {
+                    let (region, after) = rest.split_at_mut(bound(raw));
+                    regions.push(region);
+                    rest = after;
+                }
+                regions
+                    .into_par_iter()
+                    .zip(frames_now)
+                    .map(|(into, &(_, raw))| entries::pack_frame(raw, into))
+                    .collect()
+            };
+            let last = packed.take();
+            let append = || match last {
+                Some((w, lens)) => self.append_wave(g, chunks, (&frames[waves[w].clone()], before, &lens), &mut opened),
+                None => Ok(()),
+            };
+            let (lens, appended) = rayon::join(pack, append);
+            appended?;
+            packed = Some((w, lens));
+        }
+        if let Some((w, lens)) = packed {
+            let [first, second] = &halves;
+            let area = if w % 2 == 0 { first } else { second };
+            self.append_wave(g, chunks, (&frames[waves[w].clone()], area, &lens), &mut opened)?;
+        }
+        chunks[opened..].iter().try_for_each(|&(depth, _)| self.begin_chunk(g, depth))
+    }
+
+    /// Appends a wave of frames packed side by side in `area` (each at the
+    /// start of a region of its bound, `lens` bytes long), beginning their
+    /// chunks and any empty ones before them.
+    fn append_wave(
+        &mut self,
+        g: usize,
+        chunks: &[(u16, &[u8])],
+        (frames, area, lens): (&[(usize, &[u8])], &[u8], &[usize]),
+        opened: &mut usize,
+    ) -> Result<(), DiskError> {
+        let mut at = 0;
+        for (&(c, raw), &len) in frames.iter().zip(lens) {
+            for &(depth, _) in &chunks[*opened..=c] {
+                self.begin_chunk(g, depth)?;
+            }
+            *opened = (*opened).max(c + 1);
+            self.append_frame(&area[at..at + len], raw.len() / ENTRY_BYTES)?;
+            at += entries::frames_bound(raw.len() / ENTRY_BYTES);
+        }
+        Ok(())
     }
 
     /// Begins group `g`'s chunk at `depth_plies`, one with no entries yet.
@@ -365,6 +448,11 @@ impl CaptureSchedule {
     }
 }
 
+/// Most full frames in a wave of [`CaptureSchedule::write_chunks`]: few
+/// enough that a big group's frames come in several waves, so that
+/// appending one wave overlaps packing the next (4.7 MB a wave).
+const WAVE_FULL_FRAMES: usize = 32;
+
 /// Layouts per part of a group that [`write_group`] sorts in parallel
 /// (parts are at most [`MAX_PARTS`]).
 const PART_LAYOUTS: usize = 4096;
@@ -375,17 +463,18 @@ const MAX_PARTS: usize = 64;
 /// layout) and the depth at which a capture value falls due
 /// (`depth_of(byte)`, None for a draw: never; distinct bytes fall due at
 /// distinct depths), using `scratch` to sort entries by depth (several
-/// passes over the group if they do not fit at once). Parts of the group
-/// are counted and placed in parallel (a counting sort: each part's
-/// entries of a depth go to their own range, parts in order, so a depth's
-/// entries stay in layout order).
+/// passes over the group if they do not fit at once), and `packing` to
+/// pack them in if lent (see [`CaptureSchedule::write_chunks`]). Parts of
+/// the group are counted and placed in parallel (a counting sort: each
+/// part's entries of a depth go to their own range, parts in order, so a
+/// depth's entries stay in layout order).
 pub(super) fn write_group(
     schedule: &mut CaptureSchedule,
     g: usize,
-    capture: &[u32],
-    values: &[u8],
+    (capture, values): (&[u32], &[u8]),
     depth_of: impl Fn(u8) -> Option<u16>,
     scratch: &mut [u8],
+    mut packing: Option<&mut [u8]>,
 ) -> Result<(), DiskError> {
     debug_assert_eq!(values.len(), capture.len() * CARD_STATES);
     schedule.begin_group(g)?;
@@ -477,7 +566,7 @@ pub(super) fn write_group(
                 (depth, &scratch[(at - len) * ENTRY_BYTES..at * ENTRY_BYTES])
             })
             .collect();
-        schedule.write_chunks(g, &chunks)?;
+        schedule.write_chunks(g, &chunks, packing.as_deref_mut())?;
         i = end;
     }
     Ok(())
@@ -602,7 +691,10 @@ mod tests {
     }
 
     /// A chunk packed in parallel, in waves of frames, is the file a
-    /// piecewise, serial write makes of the same entries.
+    /// piecewise, serial write makes of the same entries, whatever memory
+    /// the waves are packed in: the schedule's own, a lent area of two
+    /// frames (a frame a wave), one that takes every frame in one wave,
+    /// and one too small, which is not used.
     #[test]
     fn chunks_packed_in_parallel_are_the_serial_bytes() {
         let dir = tempfile::tempdir().unwrap();
@@ -615,22 +707,28 @@ mod tests {
                 entry
             })
             .collect();
+        let full = entries::frames_bound(FRAME_ENTRIES);
+        let lent_areas = [None, Some(2 * full), Some(40 * full), Some(2 * full - 1)];
         let mut files = Vec::new();
-        for parallel in [false, true] {
-            let name = if parallel { "2v3" } else { "3v2" };
-            let mut schedule = CaptureSchedule::create(dir.path(), name, 2).unwrap();
+        for (k, lent) in std::iter::once(None).chain(lent_areas.map(Some)).enumerate() {
+            let name = format!("{}v{}", 1 + k, 5 - k.min(4));
+            let mut schedule = CaptureSchedule::create(dir.path(), &name, 2).unwrap();
             schedule.begin_group(1).unwrap();
             // Depth 7's chunk is one partial frame, 8's is empty.
             let depths: [(u16, &[u8]); 4] =
                 [(5, &entries), (7, &entries[..300 * ENTRY_BYTES]), (8, &[]), (9, &entries)];
-            if parallel {
-                schedule.write_chunks(1, &depths).unwrap();
-            } else {
-                for (depth, entries) in depths {
-                    schedule.write(1, depth, &[]).unwrap();
-                    for piece in entries.chunks(7000 * ENTRY_BYTES) {
-                        schedule.write(1, depth, piece).unwrap();
+            match lent {
+                None => {
+                    for (depth, entries) in depths {
+                        schedule.write(1, depth, &[]).unwrap();
+                        for piece in entries.chunks(7000 * ENTRY_BYTES) {
+                            schedule.write(1, depth, piece).unwrap();
+                        }
                     }
+                }
+                Some(bytes) => {
+                    let mut area = bytes.map(|bytes| vec![0xA5u8; bytes]);
+                    schedule.write_chunks(1, &depths, area.as_deref_mut()).unwrap();
                 }
             }
             schedule.seal().unwrap();
@@ -640,7 +738,9 @@ mod tests {
             ));
         }
         assert!(files[0].0.len() > FRAME_HEADER_BYTES * 14, "several frames were written");
-        assert_eq!(files[0], files[1]);
+        for (k, packed) in files.iter().enumerate().skip(1) {
+            assert!(packed == &files[0], "packed in area {:?}", lent_areas[k - 1]);
+        }
     }
 
     /// A group whose entries need several passes of a small scratch, and a
@@ -671,7 +771,7 @@ mod tests {
             let mut schedule = CaptureSchedule::create(dir.path(), "2v2", 4).unwrap();
             let mut scratch = vec![0u8; scratch_entries * ENTRY_BYTES];
             schedule.begin_group(0).unwrap();
-            write_group(&mut schedule, 2, &capture, &values, depth_of, &mut scratch).unwrap();
+            write_group(&mut schedule, 2, (&capture, &values), depth_of, &mut scratch, None).unwrap();
             schedule.begin_group(1).unwrap();
             schedule.seal().unwrap();
             let schedule = CaptureSchedule::reopen(dir.path(), "2v2", 4).unwrap();

@@ -985,13 +985,18 @@ fn initialize(
             let written = [Lane::Won, Lane::Lost, Lane::Capture];
             window.store(disk, work, &pm, &written, |_| true)?;
             // The batch's capture schedule, sorted by depth in the `due`
-            // plane (initialisation has no due states).
+            // plane (initialisation has no due states), its frames packed
+            // in the second window's values if there is one (idle until
+            // the steps).
             let Storage::OnDisk(files) = &mut work.storage else { unreachable!("streamed") };
-            let ((capture, values), scratch) = window.owns[0].captures_and_scratch();
+            let (first, second) = window.owns.split_at_mut(1);
+            let ((capture, values), scratch) = first[0].captures_and_scratch();
+            let mut packing = second.first_mut().map(OwnBuffers::values_mut);
             for &g in &batch {
                 let depth_of = |byte: u8| Value::from_byte(byte).and_then(Value::plies);
-                let (capture, values) = (&capture[pm.elements(g)], &values[vm.elements(g)]);
-                capture_schedule::write_group(files.schedule_mut(), g, capture, values, depth_of, scratch)?;
+                let planes = (&capture[pm.elements(g)], &values[vm.elements(g)]);
+                let packing = packing.as_deref_mut();
+                capture_schedule::write_group(files.schedule_mut(), g, planes, depth_of, scratch, packing)?;
             }
             // The values are no longer needed: their buffer encodes the log.
             let decided = deciding_groups(&units, &reports);
