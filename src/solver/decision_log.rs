@@ -23,21 +23,20 @@
 //! from a plane lane. So no `fresh` plane is stored: at 8 men 4v4's took
 //! 4.8 GB a copy, and sat at almost two copies between checkpoints.
 
-use super::disk::{DiskError, io_error};
+use super::disk::{Appender, DiskError, io_error};
 use super::entries::{self, ENTRY_BYTES, FRAME_HEADER_BYTES, Unpacker, entry};
 use super::flags::PlacementFlags;
 use super::lanes::LaneLayout;
 use crate::rules::ALL_CARD_STATES;
 use rayon::prelude::*;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-/// Bytes buffered before they are written, and read at a time when the log
-/// is applied: allocated once per streamed material (part of the fixed
-/// overhead that DESIGN.md states). Writes go through the page cache, so a
-/// larger buffer saves only system calls.
+/// Bytes gathered before they are written (with O_DIRECT, see
+/// [`Appender`]): allocated once per streamed material (part of the fixed
+/// overhead that DESIGN.md states).
 const BUFFER_BYTES: usize = 256 << 10;
 const HEADER_BYTES: usize = 16;
 
@@ -50,13 +49,13 @@ pub(super) struct LogMark {
 }
 
 pub(super) struct DecisionLog {
+    /// Read (finishing, and the chunks a win step lands on).
     file: File,
     path: PathBuf,
-    /// Bytes in the file; the buffer's bytes follow them.
-    written: u64,
+    /// Writes the log: what the file holds once flushed.
+    appender: Appender,
     /// Start of each step's segment, with the step's depth.
     segments: Vec<(u16, u64)>,
-    buffer: Vec<u8>,
     /// Per segment, where applying it has got to (finishing only).
     cursors: Vec<u64>,
     /// Per group, where its chunk in the last loss step's segment (the
@@ -68,32 +67,27 @@ impl DecisionLog {
     /// Creates an empty log (a fresh start of the pair) of a material with
     /// `groups` groups.
     pub fn create(path: &Path, groups: usize) -> Result<DecisionLog, DiskError> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|e| io_error("create", path, e))?;
-        Ok(DecisionLog::with(file, path, LogMark { bytes: 0, segments: Vec::new() }, groups))
+        let appender = Appender::create(path, BUFFER_BYTES)?;
+        let file = File::open(path).map_err(|e| io_error("open", path, e))?;
+        Ok(DecisionLog::with((file, appender), path, LogMark { bytes: 0, segments: Vec::new() }, groups))
     }
 
     /// Opens the log a checkpoint names, cut back to its length there (a
     /// killed run may have appended more; the resumed run appends it again).
     pub fn reopen(path: &Path, mark: LogMark, groups: usize) -> Result<DecisionLog, DiskError> {
-        let file = OpenOptions::new().read(true).write(true).open(path).map_err(|e| io_error("open", path, e))?;
+        let file = File::open(path).map_err(|e| io_error("open", path, e))?;
         let found = file.metadata().map_err(|e| io_error("inspect", path, e))?.len();
         let sorted = mark.segments.windows(2).all(|w| w[0].1 <= w[1].1);
         if found < mark.bytes || !sorted || mark.segments.last().is_some_and(|s| s.1 > mark.bytes) {
             let what = "shorter than the checkpoint records";
             return Err(DiskError::Damaged { path: path.to_path_buf(), what });
         }
-        file.set_len(mark.bytes).map_err(|e| io_error("truncate", path, e))?;
-        let mut log = DecisionLog::with(file, path, mark, groups);
+        let appender = Appender::reopen(path, mark.bytes, BUFFER_BYTES)?;
+        let mut log = DecisionLog::with((file, appender), path, mark, groups);
         // Where the last loss step's chunks are, from their headers.
         let last_loss = log.segments.iter().rposition(|s| s.0 % 2 == 0);
         if let Some(s) = last_loss {
-            let end = log.segments.get(s + 1).map_or(log.written, |next| next.1);
+            let end = log.segments.get(s + 1).map_or(log.len(), |next| next.1);
             let mut at = log.segments[s].1;
             while at < end {
                 let (group, _, _, bytes) = chunk_header((&log.file, &log.path), at)?;
@@ -108,13 +102,13 @@ impl DecisionLog {
         Ok(log)
     }
 
-    fn with(file: File, path: &Path, mark: LogMark, groups: usize) -> DecisionLog {
+    fn with((file, appender): (File, Appender), path: &Path, mark: LogMark, groups: usize) -> DecisionLog {
+        debug_assert_eq!(appender.len(), mark.bytes);
         DecisionLog {
             file,
             path: path.to_path_buf(),
-            written: mark.bytes,
+            appender,
             segments: mark.segments,
-            buffer: Vec::with_capacity(BUFFER_BYTES),
             cursors: Vec::new(),
             landing: vec![None; groups],
         }
@@ -137,7 +131,7 @@ impl DecisionLog {
     }
 
     fn len(&self) -> u64 {
-        self.written + self.buffer.len() as u64
+        self.appender.len()
     }
 
     /// Most bytes [`DecisionLog::encode`] writes for a group of `layouts`
@@ -196,18 +190,8 @@ impl DecisionLog {
         if depth_plies.is_multiple_of(2) {
             self.landing[group] = Some(self.len());
         }
-        self.put(&header)?;
-        for frames in parts {
-            if frames.len() <= BUFFER_BYTES / 2 {
-                self.put(frames)?;
-                continue;
-            }
-            // Large parts go straight to the file, not through the buffer.
-            self.flush()?;
-            self.file.write_all_at(frames, self.written).map_err(|e| io_error("write", &self.path, e))?;
-            self.written += frames.len() as u64;
-        }
-        Ok(())
+        self.appender.append(&header)?;
+        parts.iter().try_for_each(|frames| self.appender.append(frames))
     }
 
     /// [`DecisionLog::encode`] and [`DecisionLog::append_encoded`] in one.
@@ -219,27 +203,16 @@ impl DecisionLog {
         self.append_encoded(group, (&[&frames[..len]], count))
     }
 
-    fn put(&mut self, bytes: &[u8]) -> Result<(), DiskError> {
-        if self.buffer.len() + bytes.len() > BUFFER_BYTES {
-            self.flush()?;
-        }
-        self.buffer.extend_from_slice(bytes);
-        Ok(())
-    }
-
+    /// Writes what is gathered, so that the file's readers see it.
     fn flush(&mut self) -> Result<(), DiskError> {
-        self.file.write_all_at(&self.buffer, self.written).map_err(|e| io_error("write", &self.path, e))?;
-        self.written += self.buffer.len() as u64;
-        self.buffer.clear();
-        Ok(())
+        self.appender.flush()
     }
 
     /// Writes out what is buffered and syncs the file; returns the mark a
     /// checkpoint taken now must record.
     pub fn sync(&mut self) -> Result<LogMark, DiskError> {
-        self.flush()?;
-        self.file.sync_data().map_err(|e| io_error("sync", &self.path, e))?;
-        Ok(LogMark { bytes: self.written, segments: self.segments.clone() })
+        self.appender.sync()?;
+        Ok(LogMark { bytes: self.len(), segments: self.segments.clone() })
     }
 
     /// Applies the log to a batch of groups: `targets` pairs each group of
@@ -263,12 +236,13 @@ impl DecisionLog {
         if self.cursors.is_empty() {
             self.cursors = self.segments.iter().map(|s| s.1).collect();
         }
-        let DecisionLog { file, path, written, segments, cursors, .. } = self;
+        let written = self.len();
+        let DecisionLog { file, path, segments, cursors, .. } = self;
         let damaged = |what| DiskError::Damaged { path: path.clone(), what };
         // Per target, its chunks step by step: (depth, entries, frames).
         let mut chunks: Vec<Vec<(u16, u32, Range<u64>)>> = vec![Vec::new(); targets.len()];
         for (s, cursor) in cursors.iter_mut().enumerate() {
-            let end = segments.get(s + 1).map_or(*written, |next| next.1);
+            let end = segments.get(s + 1).map_or(written, |next| next.1);
             while *cursor < end {
                 let (group, depth, count, bytes) = chunk_header((file, path), *cursor)?;
                 let Some(t) = targets.iter().position(|&(g, _)| g == group) else {
@@ -514,7 +488,7 @@ mod tests {
     }
 
     /// A group encoded in parts, of one placement, of none decided, and
-    /// large ones that go straight to the file, comes back as the entries
+    /// large ones (longer than the appender's buffer), comes back as the entries
     /// of its live placements, in order: parts only cut frames short.
     #[test]
     fn a_chunk_encoded_in_parts_comes_back_whole() {
@@ -545,7 +519,7 @@ mod tests {
             parts.push(frames);
             count += n;
         }
-        assert!(parts.iter().any(|frames| frames.len() > BUFFER_BYTES / 2), "a part goes straight to the file");
+        assert!(parts.iter().any(|frames| frames.len() > BUFFER_BYTES), "a part longer than the appender's buffer");
         log.begin_step(5);
         let frames: Vec<&[u8]> = parts.iter().map(|frames| &frames[..]).collect();
         log.append_encoded(2, (&frames, count)).unwrap();
