@@ -24,6 +24,7 @@
 //! [`Packing::Filled`] blocks (one byte per state, 255 in every recomputable
 //! byte; written before 2026-11-22) are still read.
 
+use crate::blockio::DirectAppender;
 use crate::format::{BLOCK_BYTES, CompressedHeader, Content, FormatError, Frame, LEVELS, Packing, ShardHeader};
 use crate::index::MaterialIndex;
 use crate::rules::{CARD_STATES, WinsInOne, masters_end_game};
@@ -32,8 +33,6 @@ use crate::store::{OutputDir, StoreError, check_room, compressed_shard_name};
 use crate::value::{DRAW, NO_VALUE};
 
 use rayon::prelude::*;
-use std::fs::File;
-use std::io::{Seek, SeekFrom, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -49,6 +48,9 @@ const PLANE_BYTES_PER_LAYOUT: usize = 8;
 const _: () = assert!(CARD_STATES <= 32);
 /// Blocks compressed at once per worker thread.
 const BLOCKS_PER_THREAD: usize = 8;
+/// Bytes a shard writer gathers before it writes them with O_DIRECT: few
+/// writes, little memory next to a batch of blocks.
+const STAGED_BYTES: usize = 1 << 20;
 /// zstd level `onitb compress` uses unless told otherwise.
 pub const DEFAULT_LEVEL: i32 = 19;
 
@@ -451,7 +453,8 @@ pub struct CompressedShardWriter<'c> {
     /// Named in errors about the values themselves (a recomputable value
     /// that disagrees with the rules): the input shard, when compressing one.
     source: PathBuf,
-    file: File,
+    /// The file, written with O_DIRECT (its header last, over zeros).
+    out: DirectAppender,
     /// The shard's header, without block checksums (frames carry theirs).
     header: ShardHeader,
     context: &'c Context,
@@ -483,12 +486,13 @@ impl<'c> CompressedShardWriter<'c> {
     ) -> Result<Self, StoreError> {
         check_level(level, path)?;
         let header_len = crate::format::compressed_header_len(header.block_count());
-        let mut file = File::create_new(path).map_err(write_error("create shard", path))?;
-        file.write_all(&vec![0u8; header_len]).map_err(write_error("write shard", path))?;
+        let mut out =
+            DirectAppender::create_new(path, STAGED_BYTES, header_len).map_err(write_error("create shard", path))?;
+        out.append_zeros(header_len).map_err(write_error("write shard", path))?;
         Ok(CompressedShardWriter {
             path: path.to_path_buf(),
             source: path.to_path_buf(),
-            file,
+            out,
             index: context.index(header.material),
             header,
             context,
@@ -558,7 +562,7 @@ impl<'c> CompressedShardWriter<'c> {
             .map_err(|cause| StoreError::Format { path: self.source.clone(), cause })?;
         self.pending.clear();
         for (bytes, mut frame) in compressed {
-            self.file.write_all(&bytes).map_err(write_error("write shard", &self.path))?;
+            self.out.append(&bytes).map_err(write_error("write shard", &self.path))?;
             frame.offset = self.offset;
             self.offset += frame.len as u64;
             self.frames.push(frame);
@@ -584,9 +588,7 @@ impl<'c> CompressedShardWriter<'c> {
             frames: self.frames,
         };
         let bytes = compressed.to_bytes();
-        self.file.seek(SeekFrom::Start(0)).map_err(write_error("write shard", &self.path))?;
-        self.file.write_all(&bytes).map_err(write_error("write shard", &self.path))?;
-        self.file.sync_all().map_err(write_error("sync shard", &self.path))?;
+        self.out.finish_with_head(&bytes).map_err(write_error("write shard", &self.path))?;
         Ok(ShardSizes { material, states: self.states, value_bytes: expected, file_bytes: self.offset })
     }
 }

@@ -9,6 +9,7 @@
 //! complete or absent. [`OutputDir::prepare`] does every check that can fail
 //! up front, so that a long solve is not wasted on a bad path.
 
+use crate::blockio::DirectAppender;
 use crate::format::{BLOCK_BYTES, FormatError, ShardHeader, header_len};
 use crate::index::Material;
 use crate::rules::{MAX_PIECES_PER_SIDE, Rules};
@@ -16,7 +17,6 @@ use crate::table::{SolvedMaterial, Table};
 
 use std::fs::{self, File};
 use std::io;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -238,12 +238,9 @@ pub(crate) fn check_room(path: &Path, written: u64, adding: usize, total: u64) -
     Ok(())
 }
 
-/// Bytes a raw shard writer gathers before it writes them: whole O_DIRECT
-/// units, few enough that a streamed run's budget does not notice them.
+/// Bytes a raw shard writer gathers before it writes them (with
+/// O_DIRECT), few enough that a streamed run's budget does not notice them.
 const STAGED_BYTES: usize = 1 << 20;
-/// O_DIRECT's unit of file offsets, lengths and memory addresses.
-const DIRECT_UNIT_BYTES: usize = crate::blockio::ALIGN_BYTES;
-const _: () = assert!(STAGED_BYTES.is_multiple_of(DIRECT_UNIT_BYTES));
 
 /// Writes one raw shard from value bytes that arrive in any chunks, without
 /// holding the material in memory: block checksums are computed as the bytes
@@ -252,29 +249,19 @@ const _: () = assert!(STAGED_BYTES.is_multiple_of(DIRECT_UNIT_BYTES));
 /// [`RawShardWriter::finish`] has an all-zero header or is short, which
 /// readers refuse.
 ///
-/// The file is written with O_DIRECT where the file system allows it, from
-/// an aligned buffer of [`STAGED_BYTES`]: through the page cache, copying
-/// the 6-men table's 1.1 GB cost 0.3 to 3 s of system time, varying with
-/// what the page cache held (docs/BENCHMARKS.md, session 44). The last
-/// unit is written padded, and the file then cut to its length.
+/// The file is written with O_DIRECT where the file system allows it
+/// (`blockio::DirectAppender`, a buffer of [`STAGED_BYTES`] at a time):
+/// through the page cache, copying the 6-men table's 1.1 GB cost 0.3 to 3 s
+/// of system time, varying with what the page cache held
+/// (docs/BENCHMARKS.md, session 44).
 pub struct RawShardWriter {
     path: PathBuf,
-    file: File,
+    out: DirectAppender,
     header: ShardHeader,
     /// Value bytes taken so far.
     written: u64,
     /// Checksum of the current block's bytes so far.
     block_hasher: crc32fast::Hasher,
-    /// The file's bytes from `flushed` on, not yet written (page-aligned
-    /// memory, as O_DIRECT needs).
-    staged: memmap2::MmapMut,
-    staged_len: usize,
-    /// File bytes written so far: a multiple of [`STAGED_BYTES`].
-    flushed: u64,
-    /// The file's first bytes, the header's units, as written with the
-    /// placeholder: the header is put into them at the end, and they are
-    /// written again whole.
-    head: Vec<u8>,
 }
 
 impl std::fmt::Debug for RawShardWriter {
@@ -289,72 +276,11 @@ impl RawShardWriter {
     pub fn create(path: &Path, rules: &Rules, max_per_side: usize, material: Material) -> Result<Self, StoreError> {
         let header = ShardHeader::for_material(rules, max_per_side, material)
             .map_err(|cause| StoreError::Format { path: path.to_path_buf(), cause })?;
-        let file = File::create_new(path).map_err(io_error("create shard", path))?;
-        // Opened again for O_DIRECT (not at creation: a file system that
-        // refuses it may have created the file first); kept as created
-        // where refused (tmpfs before Linux 6.6).
-        let direct = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_DIRECT).open(path);
-        let file = match direct {
-            Ok(direct) => direct,
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => file,
-            Err(e) => return Err(io_error("open shard", path)(e)),
-        };
-        let staged = memmap2::MmapMut::map_anon(STAGED_BYTES).map_err(io_error("allocate a buffer for", path))?;
         let header_bytes = header_len(header.block_count());
-        let mut writer = RawShardWriter {
-            path: path.to_path_buf(),
-            file,
-            header,
-            written: 0,
-            block_hasher: crc32fast::Hasher::new(),
-            staged,
-            staged_len: 0,
-            flushed: 0,
-            head: vec![0; header_bytes.next_multiple_of(DIRECT_UNIT_BYTES)],
-        };
-        writer.stage_zeros(header_bytes)?;
-        Ok(writer)
-    }
-
-    /// Appends `bytes` to the file, through the staging buffer.
-    fn stage(&mut self, mut bytes: &[u8]) -> Result<(), StoreError> {
-        while !bytes.is_empty() {
-            let take = bytes.len().min(STAGED_BYTES - self.staged_len);
-            self.staged[self.staged_len..self.staged_len + take].copy_from_slice(&bytes[..take]);
-            self.staged_len += take;
-            bytes = &bytes[take..];
-            if self.staged_len == STAGED_BYTES {
-                self.flush()?;
-            }
-        }
-        Ok(())
-    }
-
-    fn stage_zeros(&mut self, mut count: usize) -> Result<(), StoreError> {
-        let zeros = [0u8; 4096];
-        while count > 0 {
-            let take = count.min(zeros.len());
-            self.stage(&zeros[..take])?;
-            count -= take;
-        }
-        Ok(())
-    }
-
-    /// Writes the staged bytes, padded with zeros to a whole unit, at
-    /// `flushed`, keeping what of them falls in the head.
-    fn flush(&mut self) -> Result<(), StoreError> {
-        let padded = self.staged_len.next_multiple_of(DIRECT_UNIT_BYTES);
-        self.staged[self.staged_len..padded].fill(0);
-        let at = self.flushed as usize;
-        if at < self.head.len() {
-            let end = self.head.len().min(at + padded);
-            self.head[at..end].copy_from_slice(&self.staged[..end - at]);
-        }
-        let file_error = io_error("write shard", &self.path);
-        self.file.write_all_at(&self.staged[..padded], self.flushed).map_err(file_error)?;
-        self.flushed += padded as u64;
-        self.staged_len = 0;
-        Ok(())
+        let mut out =
+            DirectAppender::create_new(path, STAGED_BYTES, header_bytes).map_err(io_error("create shard", path))?;
+        out.append_zeros(header_bytes).map_err(io_error("write shard", path))?;
+        Ok(RawShardWriter { path: path.to_path_buf(), out, header, written: 0, block_hasher: crc32fast::Hasher::new() })
     }
 
     /// The header as it will be written (block checksums so far).
@@ -379,32 +305,19 @@ impl RawShardWriter {
                 self.header.block_crcs[block] = hasher.finalize();
             }
         }
-        self.stage(values)
+        self.out.append(values).map_err(io_error("write shard", &self.path))
     }
 
     /// Checks that every value byte was written, writes the header and
     /// syncs the file.
-    pub fn finish(mut self) -> Result<(), StoreError> {
+    pub fn finish(self) -> Result<(), StoreError> {
         let expected = self.header.values_len();
         if self.written != expected {
             let cause = FormatError::ValuesLength { expected, got: self.written };
             return Err(StoreError::Format { path: self.path.clone(), cause });
         }
-        // The last, partial unit (padded; cut below).
-        if self.staged_len > 0 {
-            self.flush()?;
-        }
         let header = self.header.to_bytes();
-        self.head[..header.len()].copy_from_slice(&header);
-        // The head again, with the header, a buffer's worth at a time.
-        for (k, part) in self.head.chunks(STAGED_BYTES).enumerate() {
-            self.staged[..part.len()].copy_from_slice(part);
-            let at = (k * STAGED_BYTES) as u64;
-            self.file.write_all_at(&self.staged[..part.len()], at).map_err(io_error("write shard", &self.path))?;
-        }
-        let length = header.len() as u64 + expected;
-        self.file.set_len(length).map_err(io_error("write shard", &self.path))?;
-        self.file.sync_all().map_err(io_error("write shard", &self.path))
+        self.out.finish_with_head(&header).map_err(io_error("write shard", &self.path))
     }
 }
 

@@ -33,6 +33,7 @@
 //! can check the Auto fallback and the Uring error. Unit tests use
 //! `BlockIo::with_uring_failure` instead (no shared environment).
 
+mod append;
 mod buffer;
 mod size;
 mod sync_io;
@@ -47,6 +48,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+pub use append::DirectAppender;
 pub use buffer::{ALIGN_BYTES, BUFFER_BYTES_MAX, BUFFER_COUNT_MAX, Buffer, BufferPool};
 pub use size::{SizeError, format_size, parse_size};
 

@@ -7,7 +7,8 @@
 
 use super::lanes::{Lane, SEGMENT_ALIGN_BYTES};
 use crate::blockio::{
-    ALIGN_BYTES, BlockIo, Buffer, BufferPool, Completion, FileId, IoBackendKind, IoChoice, IoError, IoStats,
+    ALIGN_BYTES, BlockIo, Buffer, BufferPool, Completion, DirectAppender, FileId, IoBackendKind, IoChoice, IoError,
+    IoStats,
 };
 use crate::index::Material;
 use memmap2::MmapMut;
@@ -485,24 +486,11 @@ impl DiskIo {
     }
 }
 
-/// Appends bytes to a file a staging buffer at a time, written with
-/// O_DIRECT where the file system allows it. Through the page cache, the
-/// 2 GB of 8-men 4v4's capture schedule, appended a frame at a time while
-/// the window's planes went out with O_DIRECT, took 12.4 s of the
-/// initialisation's thread (docs/BENCHMARKS.md, session 51), 163 MB/s;
-/// written so, the initialisation took 20 s less.
-///
-/// The file is written only here while the appender lives; readers open
-/// their own handle and see the bytes once [`Appender::flush`] has run.
+/// A work file appended to with O_DIRECT (`blockio::DirectAppender`),
+/// its errors naming the file.
 pub(super) struct Appender {
-    file: File,
+    inner: DirectAppender,
     path: PathBuf,
-    staging: AlignedBuf,
-    /// Bytes of `staging` holding appended data.
-    staged: usize,
-    /// The file offset of `staging`'s first byte (a multiple of
-    /// [`SEGMENT_ALIGN_BYTES`]).
-    at: u64,
 }
 
 impl Appender {
@@ -510,129 +498,41 @@ impl Appender {
     /// gathering `staging_bytes` (a multiple of [`SEGMENT_ALIGN_BYTES`])
     /// before each write.
     pub fn create(path: &Path, staging_bytes: usize) -> Result<Appender, DiskError> {
-        Appender::open(path, 0, (staging_bytes, true))
+        let inner = DirectAppender::create(path, staging_bytes).map_err(|e| io_error("create", path, e))?;
+        Ok(Appender { inner, path: path.to_path_buf() })
     }
 
     /// Appends to the file at `path` from byte `len` on (what it holds
     /// after is cut off).
     pub fn reopen(path: &Path, len: u64, staging_bytes: usize) -> Result<Appender, DiskError> {
-        Appender::open(path, len, (staging_bytes, true))
-    }
-
-    fn open(path: &Path, len: u64, (staging_bytes, direct): (usize, bool)) -> Result<Appender, DiskError> {
-        assert!(staging_bytes > 0 && staging_bytes.is_multiple_of(SEGMENT_ALIGN_BYTES as usize));
-        let open = |direct: bool| {
-            let mut options = OpenOptions::new();
-            options.write(true).create(len == 0).truncate(len == 0);
-            if direct {
-                options.custom_flags(libc::O_DIRECT);
-            }
-            options.open(path)
-        };
-        let file = match open(direct) {
-            Err(e) if direct && e.raw_os_error() == Some(libc::EINVAL) => open(false),
-            opened => opened,
-        }
-        .map_err(|e| io_error("open", path, e))?;
-        file.set_len(len).map_err(|e| io_error("truncate", path, e))?;
-        let mut staging = AlignedBuf::zeroed(staging_bytes)?;
-        // The last partial unit is staged again: appends complete it.
-        let at = len / SEGMENT_ALIGN_BYTES * SEGMENT_ALIGN_BYTES;
-        let staged = (len - at) as usize;
-        if staged > 0 {
-            let tail = File::open(path).map_err(|e| io_error("open", path, e))?;
-            tail.read_exact_at(&mut staging.bytes_mut()[..staged], at).map_err(|e| io_error("read", path, e))?;
-        }
-        Ok(Appender { file, path: path.to_path_buf(), staging, staged, at })
+        let inner = DirectAppender::reopen(path, len, staging_bytes).map_err(|e| io_error("open", path, e))?;
+        Ok(Appender { inner, path: path.to_path_buf() })
     }
 
     /// Bytes appended so far.
     pub fn len(&self) -> u64 {
-        self.at + self.staged as u64
+        self.inner.len()
     }
 
-    pub fn append(&mut self, mut bytes: &[u8]) -> Result<(), DiskError> {
-        while !bytes.is_empty() {
-            let n = bytes.len().min(self.staging.len() - self.staged);
-            self.staging.bytes_mut()[self.staged..self.staged + n].copy_from_slice(&bytes[..n]);
-            (self.staged, bytes) = (self.staged + n, &bytes[n..]);
-            if self.staged == self.staging.len() {
-                self.write_staged()?;
-                self.at += self.staged as u64;
-                self.staged = 0;
-            }
-        }
-        Ok(())
+    pub fn append(&mut self, bytes: &[u8]) -> Result<(), DiskError> {
+        self.inner.append(bytes).map_err(|e| io_error("write", &self.path, e))
     }
 
-    /// Writes what is staged, padded with zeros to a whole unit, and cuts
-    /// the file to the bytes appended. The staged bytes stay staged: the
-    /// next appends fill the same unit, which is written again.
+    /// Writes what is gathered, so that readers see it (see
+    /// `DirectAppender::flush`).
     pub fn flush(&mut self) -> Result<(), DiskError> {
-        if self.staged > 0 {
-            self.write_staged()?;
-        }
-        self.file.set_len(self.len()).map_err(|e| io_error("truncate", &self.path, e))
+        self.inner.flush().map_err(|e| io_error("write", &self.path, e))
     }
 
     /// Flushes and syncs the file's data to the disk.
     pub fn sync(&mut self) -> Result<(), DiskError> {
-        self.flush()?;
-        self.file.sync_data().map_err(|e| io_error("sync", &self.path, e))
-    }
-
-    fn write_staged(&mut self) -> Result<(), DiskError> {
-        let padded = self.staged.next_multiple_of(SEGMENT_ALIGN_BYTES as usize);
-        self.staging.bytes_mut()[self.staged..padded].fill(0);
-        let from = &self.staging.bytes()[..padded];
-        self.file.write_all_at(from, self.at).map_err(|e| io_error("write", &self.path, e))
+        self.inner.sync_data().map_err(|e| io_error("sync", &self.path, e))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// An appender's file holds exactly what was appended, in pieces of
-    /// any size across its staging buffer, after each flush (later
-    /// appends rewrite the unit a flush padded) and at the end; through
-    /// O_DIRECT (where the temporary directory allows it) and buffered.
-    #[test]
-    fn appended_bytes_are_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let staging_bytes = 64 << 10;
-        let data = pattern(3 * staging_bytes + 12_345);
-        for direct in [true, false] {
-            let path = dir.path().join(format!("appended-{direct}"));
-            let mut appender = Appender::open(&path, 0, (staging_bytes, direct)).unwrap();
-            let (mut at, mut step, mut flushes) = (0, 1, 0);
-            for k in 0.. {
-                if at == data.len() {
-                    break;
-                }
-                let end = (at + step).min(data.len());
-                appender.append(&data[at..end]).unwrap();
-                at = end;
-                assert_eq!(appender.len(), at as u64);
-                if k % 3 == 1 {
-                    flushes += 1;
-                    appender.flush().unwrap();
-                    assert!(std::fs::read(&path).unwrap() == data[..at], "flushed at {at}, direct {direct}");
-                }
-                step = step * 3 + 1;
-            }
-            assert!(flushes > 3);
-            appender.sync().unwrap();
-            assert!(std::fs::read(&path).unwrap() == data, "direct {direct}");
-            // Reopened at a length inside a unit, it cuts the rest off and
-            // completes the unit.
-            let len = 2 * staging_bytes + 5000;
-            let mut appender = Appender::open(&path, len as u64, (staging_bytes, direct)).unwrap();
-            appender.append(&data[len..len + 10_000]).unwrap();
-            appender.sync().unwrap();
-            assert!(std::fs::read(&path).unwrap() == data[..len + 10_000], "reopened, direct {direct}");
-        }
-    }
 
     /// Small blocks, so that a few pieces make a read of several.
     const BLOCK_BYTES: usize = 16 << 10;
