@@ -12,10 +12,17 @@
 # few seconds of opening included) and the captured values it read
 # packed; then the medians.
 #
+# With UNTIL=D, each run goes on through 4v4's steps to depth D (its
+# `--verbose` line) before it is stopped, and the report adds the steps'
+# wall time (from the initialisation's line to depth D's) and the sums of
+# their lines' computing / settling / waiting for I/O. The run takes the
+# bench's checkpoints (every 60 s) like a whole run.
+#
 # Both binaries must read the same checkpoint version.
 #
 # usage: scripts/ab-8men-init.sh BASE [ROUNDS] [WORKDIR]
 #   scripts/ab-8men-init.sh HEAD~1 3 /work/scratch/abi
+#   UNTIL=7 scripts/ab-8men-init.sh HEAD~1 2 /work/scratch/abi
 # WORKDIR needs about 40 GB free while the kit is made (default: a
 # directory under target/), 2 GB a run after.
 set -euo pipefail
@@ -38,7 +45,11 @@ seconds() { sed -E 's/^\[ *//; s/s\].*//' | awk -Fm '{ if (NF == 2) print $1 * 6
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 results="$scratch/results"
 : > "$results"
-printf 'round\tbinary\tinit_wall_s\tcpu_s\tpacked_read\n'
+until=${UNTIL:-}
+# The line that ends a run: initialisation's, or depth UNTIL's step line
+# (not its batch lines, "depth D plies: ...").
+if [ -n "$until" ]; then stop="depth $until plies, [0-9]+ states"; else stop="initialised"; fi
+printf 'round\tbinary\tinit_wall_s\tcpu_s\tpacked_read%b\n' "${until:+\tsteps_wall_s\tcomputing_s\tsettling_s\twaiting_s}"
 for round in $(seq 1 "$rounds"); do
   for which in base this; do
     dir="$scratch/$which.$round"
@@ -53,7 +64,7 @@ for round in $(seq 1 "$rounds"); do
       --resume --verbose 2> "$dir/progress.log" > /dev/null &
     pid=$!
     while kill -0 "$pid" 2> /dev/null; do
-      if tr '\r' '\n' < "$dir/progress.log" | grep -q "initialised"; then
+      if tr '\r' '\n' < "$dir/progress.log" | grep -Eq "$stop"; then
         pkill -9 -P "$pid" || true
         break
       fi
@@ -65,12 +76,22 @@ for round in $(seq 1 "$rounds"); do
     wall=$(echo "$line" | seconds)
     read_packed=$(echo "$line" | sed -E 's/.*read ([0-9.]+ [KMG]iB).*/\1/')
     cpu=$(awk -F': ' '/User time/ {u=$2} /System time/ {s=$2} END {printf "%.2f", u + s}' "$dir/time.txt")
-    printf '%s\t%s\t%s\t%s\t%s\n' "$round" "$which" "$wall" "$cpu" "$read_packed" | tee -a "$results"
+    steps=""
+    if [ -n "$until" ]; then
+      last=$(tr '\r' '\n' < "$dir/progress.log" | grep -Em1 "$stop" || true)
+      [ -n "$last" ] || { echo "run $which.$round ended before 4v4's depth $until" >&2; exit 1; }
+      steps=$(tr '\r' '\n' < "$dir/progress.log" | sed -En "1,/$stop/p" | grep -E "plies, [0-9]+ states.*computing" | sed -E \
+        's/.*computing ([0-9.]+)s, settling ([0-9.]+)s, waiting for I\/O ([0-9.]+)s.*/\1 \2 \3/' |
+        awk -v w="$(echo "$last" | seconds)" -v i="$wall" \
+          '{c += $1; s += $2; t += $3} END {printf "\t%d\t%.1f\t%.1f\t%.1f", w - i, c, s, t}')
+    fi
+    printf '%s\t%s\t%s\t%s\t%s%s\n' "$round" "$which" "$wall" "$cpu" "$read_packed" "$steps" | tee -a "$results"
     rm -rf "$dir"
   done
 done
 for which in base this; do
-  printf 'median\t%s\t%s\t%s\n' "$which" \
+  printf 'median\t%s\t%s\t%s%b\n' "$which" \
     "$(awk -v w="$which" '$2 == w {print $3}' "$results" | median)" \
-    "$(awk -v w="$which" '$2 == w {print $4}' "$results" | median)"
+    "$(awk -v w="$which" '$2 == w {print $4}' "$results" | median)" \
+    "${until:+\t\t$(awk -v w="$which" '$2 == w {print $6}' "$results" | median)}"
 done
