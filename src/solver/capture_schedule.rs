@@ -139,11 +139,9 @@ pub(super) struct CaptureSchedule {
     path: PathBuf,
     index_path: PathBuf,
     index: ScheduleIndex,
-    /// What initialisation writes the frames through; none once the
-    /// schedule is sealed or reopened.
+    /// What initialisation writes the frames through (its length is the
+    /// bytes written so far); none once the schedule is sealed or reopened.
     appender: Option<Appender>,
-    /// Bytes written so far (initialisation).
-    written: u64,
     /// Entries of the chunk being written not yet in a frame, and one
     /// frame, packed (initialisation): a chunk's frames are full but for
     /// its last, so that a chunk takes at most [`entries::frames_bound`] of
@@ -185,7 +183,7 @@ impl CaptureSchedule {
         let (pending, frame) = (Vec::with_capacity(FRAME_BYTES), vec![0; entries::frames_bound(FRAME_ENTRIES)]);
         let index = ScheduleIndex::new(groups);
         let packed = Vec::new();
-        Ok(CaptureSchedule { file, path, index_path, index, appender, written: 0, pending, frame, packed })
+        Ok(CaptureSchedule { file, path, index_path, index, appender, pending, frame, packed })
     }
 
     /// The schedule an earlier run's initialisation wrote.
@@ -201,7 +199,7 @@ impl CaptureSchedule {
             return Err(DiskError::Size { path, found, expected: end });
         }
         let (pending, frame, packed) = (Vec::new(), Vec::new(), Vec::new());
-        Ok(CaptureSchedule { file, path, index_path, index, appender: None, written: found, pending, frame, packed })
+        Ok(CaptureSchedule { file, path, index_path, index, appender: None, pending, frame, packed })
     }
 
     /// Starts writing group `g`'s chunks (each group once, by
@@ -209,7 +207,7 @@ impl CaptureSchedule {
     pub fn begin_group(&mut self, g: usize) -> Result<(), DiskError> {
         self.write_frame()?;
         let first = self.index.chunk_depth.len() as u32;
-        self.index.group_offset[g] = self.written;
+        self.index.group_offset[g] = self.appender.as_ref().expect("a schedule being written").len();
         self.index.group_chunks[g] = (first, first);
         Ok(())
     }
@@ -387,7 +385,6 @@ impl CaptureSchedule {
     /// Appends a packed frame of `count` entries to the last chunk.
     fn append_frame(&mut self, frame: &[u8], count: usize) -> Result<(), DiskError> {
         self.appender.as_mut().expect("a schedule being written").append(frame)?;
-        self.written += frame.len() as u64;
         let last = self.index.chunk_depth.len() - 1;
         let index = &mut self.index;
         let count = u32::try_from(count).expect("a frame's entries fit a u32");
