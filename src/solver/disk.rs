@@ -530,6 +530,28 @@ impl Appender {
     }
 }
 
+/// For writers that take `io::Write` (zstd's encoder): a write appends,
+/// a flush is [`Appender::flush`]. A full disk stays ENOSPC, so that
+/// [`io_error`] names it.
+impl io::Write for Appender {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.append(bytes).map_err(into_io)?;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Appender::flush(self).map_err(into_io)
+    }
+}
+
+fn into_io(error: DiskError) -> io::Error {
+    match error {
+        DiskError::Full { .. } => io::Error::from_raw_os_error(libc::ENOSPC),
+        DiskError::Io { cause, .. } => cause,
+        other => io::Error::other(other),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

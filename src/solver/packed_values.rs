@@ -16,17 +16,18 @@
 //! put groups in the order the steps visit them, and let captured values be
 //! unpacked a group at a time, in parallel.
 //!
-//! The file is written as `<material>.packed.partial`, synced and renamed
-//! into place, so a `.packed` file is always whole. It is read with plain
+//! The file is written as `<material>.packed.partial` (with O_DIRECT,
+//! through `disk::Appender`), synced and renamed into place, so a
+//! `.packed` file is always whole. It is read with plain
 //! positioned reads (not O_DIRECT): it is a few gigabytes at most, and what
 //! the page cache holds of it is reclaimable, not the process's memory.
 
-use super::disk::{DiskError, io_error};
+use super::disk::{Appender, DiskError, io_error};
 use super::lanes::LaneLayout;
 use crate::index::Material;
 use rayon::prelude::*;
-use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, Read, Write};
+use std::fs::File;
+use std::io::{self, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -78,7 +79,7 @@ impl<W: Write> Write for Counting<W> {
 
 /// Writes a material's packed values, group by group in any order.
 pub(super) struct PackedWriter {
-    out: Counting<BufWriter<File>>,
+    out: Counting<Appender>,
     dir: PathBuf,
     material: Material,
     /// Per group, where its frame lies (None: not put yet).
@@ -91,15 +92,10 @@ impl PackedWriter {
     /// Starts (or starts over) the material's partial file.
     pub fn create(dir: &Path, material: Material, layout: &LaneLayout) -> Result<PackedWriter, DiskError> {
         let partial = partial_path(dir, material);
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&partial)
-            .map_err(|e| io_error("create", &partial, e))?;
+        let appender = Appender::create(&partial, BUFFER_BYTES)?;
         let lens: Vec<u64> = (0..layout.groups()).map(|g| layout.segment(g).end - layout.segment(g).start).collect();
         Ok(PackedWriter {
-            out: Counting { inner: BufWriter::with_capacity(BUFFER_BYTES, file), bytes: 0 },
+            out: Counting { inner: appender, bytes: 0 },
             dir: dir.to_path_buf(),
             material,
             frames: vec![None; lens.len()],
@@ -125,7 +121,7 @@ impl PackedWriter {
         &mut self,
         g: usize,
         len: usize,
-        write: impl FnOnce(&mut Counting<BufWriter<File>>) -> io::Result<()>,
+        write: impl FnOnce(&mut Counting<Appender>) -> io::Result<()>,
     ) -> Result<(), DiskError> {
         assert_eq!(len as u64, self.lens[g], "a group's values are its whole segment");
         assert!(self.frames[g].is_none(), "group {g} put twice");
@@ -196,15 +192,12 @@ impl PackedWriter {
         trailer.extend_from_slice(&crc32fast::hash(&table).to_le_bytes());
         trailer.extend_from_slice(&0u32.to_le_bytes());
         trailer.extend_from_slice(&MAGIC);
-        let file = (|| {
+        (|| {
             self.out.write_all(&table)?;
-            self.out.write_all(&trailer)?;
-            let file = self.out.inner.into_inner().map_err(|e| e.into_error())?;
-            file.sync_all()?;
-            Ok(file)
+            self.out.write_all(&trailer)
         })()
         .map_err(|e| io_error("write", &partial, e))?;
-        drop(file);
+        self.out.inner.sync()?;
         let path = packed_path(&self.dir, self.material);
         std::fs::rename(&partial, &path).map_err(|e| io_error("rename", &path, e))?;
         File::open(&self.dir).and_then(|d| d.sync_all()).map_err(|e| io_error("sync", &self.dir, e))?;
