@@ -30,16 +30,8 @@ args=(generate --men 8 --mem 1GiB --no-move loss --compress 3)
 ready="$scratch/solved"
 if [ ! -f "$ready/.complete" ]; then
   rm -rf "$ready" "$scratch/t8"
-  "$scratch/onitb.this" "${args[@]}" --work "$ready" --out "$scratch/t8" 2> "$scratch/solved.log" > /dev/null &
-  pid=$!
-  while kill -0 "$pid" 2> /dev/null; do
-    if grep -q '\] writing ' "$scratch/solved.log"; then
-      kill -9 "$pid"
-      break
-    fi
-    sleep 0.3
-  done
-  wait "$pid" 2> /dev/null || true
+  scripts/run-until.sh '] writing ' "$scratch/solved.log" "$scratch/onitb.this" "${args[@]}" --work "$ready" \
+    --out "$scratch/t8"
   grep -q '\] writing ' "$scratch/solved.log" || { echo "the run ended before it wrote the table" >&2; exit 1; }
   rm -rf "$scratch/t8" "$scratch"/t8.*
   touch "$ready/.complete"
