@@ -534,11 +534,10 @@ impl<'c> CompressedShardWriter<'c> {
         while !rest.is_empty() {
             let block = self.frames.len() + self.pending.len();
             if self.current.is_empty() {
-                let whole = self.whole_blocks(block, rest.len() as u64);
-                if whole.0 >= rayon::current_num_threads() {
-                    let (direct, after) = rest.split_at(whole.1 as usize);
-                    self.compress_with_pending(direct)?;
-                    self.written += direct.len() as u64;
+                let (whole, after) = self.whole_blocks(block, rest);
+                if whole.len() >= rayon::current_num_threads() {
+                    self.compress_with_pending(&whole)?;
+                    self.written += (rest.len() - after.len()) as u64;
                     rest = after;
                     continue;
                 }
@@ -558,33 +557,24 @@ impl<'c> CompressedShardWriter<'c> {
         Ok(())
     }
 
-    /// How many whole blocks from block `first` on fit in `bytes`, and
-    /// their bytes.
-    fn whole_blocks(&self, first: usize, bytes: u64) -> (usize, u64) {
-        let (mut blocks, mut taken) = (0, 0);
-        while first + blocks < self.header.block_count() {
-            let range = self.header.block_range(first + blocks);
-            if taken + range.end - range.start > bytes {
-                break;
-            }
-            taken += range.end - range.start;
-            blocks += 1;
+    /// `values` cut into the whole blocks from block `first` on that it
+    /// holds, and the bytes after them.
+    fn whole_blocks<'v>(&self, first: usize, mut values: &'v [u8]) -> (Vec<&'v [u8]>, &'v [u8]) {
+        let mut blocks = Vec::new();
+        while first + blocks.len() < self.header.block_count() {
+            let range = self.header.block_range(first + blocks.len());
+            let Some((block, after)) = values.split_at_checked((range.end - range.start) as usize) else { break };
+            blocks.push(block);
+            values = after;
         }
-        (blocks, taken)
+        (blocks, values)
     }
 
-    /// Compresses the pending blocks, then `whole` (whole blocks, where
-    /// they lie), and writes their frames.
-    fn compress_with_pending(&mut self, whole: &[u8]) -> Result<(), StoreError> {
+    /// Compresses the pending blocks, then `whole` (the blocks after
+    /// them, where they lie), and writes their frames.
+    fn compress_with_pending(&mut self, whole: &[&[u8]]) -> Result<(), StoreError> {
         let pending = std::mem::take(&mut self.pending);
-        let mut blocks: Vec<&[u8]> = pending.iter().map(Vec::as_slice).collect();
-        let mut rest = whole;
-        while !rest.is_empty() {
-            let range = self.header.block_range(self.frames.len() + blocks.len());
-            let (block, after) = rest.split_at((range.end - range.start) as usize);
-            blocks.push(block);
-            rest = after;
-        }
+        let blocks: Vec<&[u8]> = pending.iter().map(Vec::as_slice).chain(whole.iter().copied()).collect();
         for batch in blocks.chunks(self.batch_blocks) {
             self.compress_blocks(batch)?;
         }

@@ -59,27 +59,10 @@ pub(super) fn remove(dir: &Path, material: Material) -> io::Result<()> {
     Ok(())
 }
 
-/// Counts the bytes that pass through to the file.
-struct Counting<W> {
-    inner: W,
-    bytes: u64,
-}
-
-impl<W: Write> Write for Counting<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.bytes += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
 /// Writes a material's packed values, group by group in any order.
 pub(super) struct PackedWriter {
-    out: Counting<Appender>,
+    /// The partial file; its length is where the next frame starts.
+    out: Appender,
     dir: PathBuf,
     material: Material,
     /// Per group, where its frame lies (None: not put yet).
@@ -94,13 +77,7 @@ impl PackedWriter {
         let partial = partial_path(dir, material);
         let appender = Appender::create(&partial, BUFFER_BYTES)?;
         let lens: Vec<u64> = (0..layout.groups()).map(|g| layout.segment(g).end - layout.segment(g).start).collect();
-        Ok(PackedWriter {
-            out: Counting { inner: appender, bytes: 0 },
-            dir: dir.to_path_buf(),
-            material,
-            frames: vec![None; lens.len()],
-            lens,
-        })
+        Ok(PackedWriter { out: appender, dir: dir.to_path_buf(), material, frames: vec![None; lens.len()], lens })
     }
 
     /// Packs group `g`'s value bytes (its unpadded segment) as one frame.
@@ -121,13 +98,13 @@ impl PackedWriter {
         &mut self,
         g: usize,
         len: usize,
-        write: impl FnOnce(&mut Counting<Appender>) -> io::Result<()>,
+        write: impl FnOnce(&mut Appender) -> io::Result<()>,
     ) -> Result<(), DiskError> {
         assert_eq!(len as u64, self.lens[g], "a group's values are its whole segment");
         assert!(self.frames[g].is_none(), "group {g} put twice");
-        let start = self.out.bytes;
+        let start = self.out.len();
         write(&mut self.out).map_err(|e| io_error("write", &partial_path(&self.dir, self.material), e))?;
-        self.frames[g] = Some((start, self.out.bytes - start));
+        self.frames[g] = Some((start, self.out.len() - start));
         Ok(())
     }
 
@@ -197,7 +174,7 @@ impl PackedWriter {
             self.out.write_all(&trailer)
         })()
         .map_err(|e| io_error("write", &partial, e))?;
-        self.out.inner.sync()?;
+        self.out.sync()?;
         let path = packed_path(&self.dir, self.material);
         std::fs::rename(&partial, &path).map_err(|e| io_error("rename", &path, e))?;
         File::open(&self.dir).and_then(|d| d.sync_all()).map_err(|e| io_error("sync", &self.dir, e))?;
