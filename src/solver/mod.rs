@@ -220,10 +220,12 @@ impl Default for SolveConfig {
 /// turn). Zero for resident steps.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct StepTimes {
-    /// The step kernels.
+    /// The step kernels, and the encoding of the decisions of units that
+    /// are whole groups (`ValueMode::Logged`).
     pub computing: Duration,
-    /// Settling jobs: logging their decisions, finding the groups that
-    /// turn sparse or relist, gathering records to store.
+    /// Settling jobs: encoding the other groups' decisions and appending
+    /// all to the log, finding the groups that turn sparse or relist,
+    /// gathering records to store.
     pub settling: Duration,
     /// The workers idle, waiting for jobs to be stored and read.
     pub waiting_for_io: Duration,
@@ -668,7 +670,13 @@ enum ValueMode<'a> {
     /// left in a plane for the decision log (`fresh`: a win step's new
     /// wins, a loss step's new losses); for the groups for which `due`
     /// holds, the `due` plane says whose capture value falls due now.
-    Logged { due: &'a (dyn Fn(usize) -> bool + Sync) },
+    /// A unit that is a whole group encodes its decisions for the log as
+    /// soon as its kernel has run, on the worker that ran it, into its
+    /// value bytes ([`encode_group`]; `sparse(g)`: does group g list its
+    /// layouts, so that only its live placements are read). Encoded after
+    /// all kernels, a job's largest group kept one worker alone at both
+    /// ends of the settling (docs/BENCHMARKS.md, session 53).
+    Logged { due: &'a (dyn Fn(usize) -> bool + Sync), sparse: &'a (dyn Fn(usize) -> bool + Sync) },
 }
 
 /// One step over the units. `landing` is the lane quiet moves land in
@@ -683,9 +691,20 @@ fn run_step(
     landing_in: Option<(&MaterialIndex, ReadRegion<u32>)>,
     due: &(dyn Fn(usize) -> bool + Sync),
     mode: ValueMode,
-) -> Vec<UnitReport> {
+) -> (Vec<UnitReport>, Vec<(usize, EncodedParts)>) {
     let (p, q) = (index.material.mover as usize, index.material.opponent as usize);
     let (plane_map, own_live) = (own.plane_map, own.live);
+    // A whole group's decisions (`decided`, its words of the plane holding
+    // them) encoded into its value bytes, if the mode logs them and they fit.
+    let encode_early = |(g, start, end): UnitSpec, report: &UnitReport, decided: &[u32], values: &mut [u8]| {
+        let ValueMode::Logged { sparse, .. } = mode else { return None };
+        let whole = start == 0 && end * (p * q) as u64 == index.groups()[g].layouts;
+        if !whole || report.decided == 0 || !fits_encoded(decided.len(), p * q, values.len()) {
+            return None;
+        }
+        let live = own_live.filter(|_| sparse(g)).map(|live| (live, plane_map.elements(g).start));
+        Some(encode_group(decided, p * q, live, values))
+    };
     let plane_ranges = || units.iter().map(|&u| unit_elements(plane_map, index, u, 1));
     let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, CARD_STATES)));
     let due_states: Vec<&[u32]> = match mode {
@@ -706,14 +725,14 @@ fn run_step(
         let (target, region) = landing_in.unwrap_or((index, ReadRegion { map: plane_map, data: fresh }));
         let input = &StepInput { landing_lane: region.data, ..*input };
         let slices: Vec<_> = won.into_iter().zip(newly_won).zip(values).zip(due_states).collect();
-        in_landing_order(index, units, slices, |u, (((won, newly_won), values), due_states)| {
+        let done = in_landing_order(index, units, slices, |u, (((won, mut newly_won), mut values), due_states)| {
             let (g, start, end) = u;
             let group = &index.groups()[g];
             let r = unit_elements(plane_map, index, u, 1);
             let own = kernel::WinLanes {
                 won,
-                newly_won,
-                values: step_values(mode, g, values, due_states),
+                newly_won: newly_won.as_deref_mut(),
+                values: step_values(mode, g, (&mut *values.0, values.1.as_deref_mut()), due_states),
                 lost: &lost[r.clone()],
                 capture: &capture[r.clone()],
                 capture_due: due(g),
@@ -721,8 +740,11 @@ fn run_step(
                 live: own_live,
             };
             let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
-            kernel::win_step(input, Unit { group, p, q, start, end }, &landing, own)
-        })
+            let report = kernel::win_step(input, Unit { group, p, q, start, end }, &landing, own);
+            let encoded = newly_won.and_then(|decided| encode_early(u, &report, decided, values.0));
+            (report, encoded)
+        });
+        reports_and_early(units, done)
     } else {
         let lost = carve_mut(own.lost, plane_ranges());
         let fresh = carve_mut(own.fresh, plane_ranges());
@@ -732,27 +754,50 @@ fn run_step(
         let (target, region) = landing_in.unwrap_or((index, ReadRegion { map: plane_map, data: won }));
         let input = &StepInput { landing_lane: region.data, ..*input };
         let slices: Vec<_> = lost.into_iter().zip(fresh).zip(held).zip(capture).zip(values).zip(due_states).collect();
-        in_landing_order(index, units, slices, |u, (((((lost, fresh), held), capture), values), due_states)| {
-            let (g, start, end) = u;
-            let group = &index.groups()[g];
-            let r = unit_elements(plane_map, index, u, 1);
-            let own = kernel::LossLanes {
-                lost,
-                fresh,
-                held,
-                capture,
-                values: step_values(mode, g, values, due_states),
-                won: &won[r.clone()],
-                capture_due: due(g),
-                lane_start: r.start,
-                live: own_live,
-                drop_decided: matches!(mode, ValueMode::Written),
-                images_lost: !matches!(mode, ValueMode::Written),
-            };
-            let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
-            kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own)
-        })
+        let done = in_landing_order(
+            index,
+            units,
+            slices,
+            |u, (((((lost, fresh), held), capture), mut values), due_states)| {
+                let (g, start, end) = u;
+                let group = &index.groups()[g];
+                let r = unit_elements(plane_map, index, u, 1);
+                let own = kernel::LossLanes {
+                    lost,
+                    fresh: &mut *fresh,
+                    held,
+                    capture,
+                    values: step_values(mode, g, (&mut *values.0, values.1.as_deref_mut()), due_states),
+                    won: &won[r.clone()],
+                    capture_due: due(g),
+                    lane_start: r.start,
+                    live: own_live,
+                    drop_decided: matches!(mode, ValueMode::Written),
+                    images_lost: !matches!(mode, ValueMode::Written),
+                };
+                let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
+                let report = kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own);
+                let encoded = encode_early(u, &report, fresh, values.0);
+                (report, encoded)
+            },
+        );
+        reports_and_early(units, done)
     }
+}
+
+/// The units' reports, and the groups encoded early with their parts.
+fn reports_and_early(
+    units: &[UnitSpec],
+    done: Vec<(UnitReport, Option<EncodedParts>)>,
+) -> (Vec<UnitReport>, Vec<(usize, EncodedParts)>) {
+    let mut early = Vec::new();
+    let reports = (units.iter().zip(done))
+        .map(|(u, (report, encoded))| {
+            early.extend(encoded.map(|parts| (u.0, parts)));
+            report
+        })
+        .collect();
+    (reports, early)
 }
 
 /// Runs `kernel` on every unit with its slices, in parallel, in landing
@@ -792,7 +837,7 @@ fn step_values<'v>(
         ValueMode::Written => {
             StepValues::Written { values, next_event: next_event.expect("resident lanes have next_event") }
         }
-        ValueMode::Logged { due } => StepValues::Logged(due(g).then_some(due_states)),
+        ValueMode::Logged { due, .. } => StepValues::Logged(due(g).then_some(due_states)),
     }
 }
 
@@ -1002,7 +1047,7 @@ fn initialize(
             let decided = deciding_groups(&units, &reports);
             // Initialisation looks at every placement.
             let ((fresh, _), scratch) = window.owns[0].decided_and_scratch();
-            log_decisions(work, &decided, (&pm, &vm), ((fresh, None), scratch))?;
+            log_decisions(work, &decided, (&pm, &vm), ((fresh, None), scratch), &[])?;
             total = UnitReport::merge(total, record(work, &units, &reports, false));
         }
     }
@@ -1110,7 +1155,7 @@ fn step(
                 (&o.index, ReadRegion { map: map as &dyn SegmentMap, data })
             });
             let own = Own { live: open.as_ref(), ..own_resident(lanes, &pm, &vm) };
-            let reports = run_step(&input, index, &units, own, landing_in, &due, ValueMode::Written);
+            let (reports, _) = run_step(&input, index, &units, own, landing_in, &due, ValueMode::Written);
             if cfg!(debug_assertions) {
                 check_dropped(index, planes, (solved.as_ref(), open.as_ref()), lanes);
             }
@@ -1122,7 +1167,8 @@ fn step(
             // Value bytes are neither read nor written: captures due come
             // from the capture schedule, decisions go to the decision log.
             let due = |g: usize| this_ref.groups[g].events.contains(depth);
-            let mode = ValueMode::Logged { due: &due };
+            let listed = |g: usize| this_ref.groups[g].sparse_layouts > 0;
+            let mode = ValueMode::Logged { due: &due, sparse: &listed };
             this_ref.files().log().begin_step(depth);
             let target_slices = MoverSlices::new(&target.index);
             let landing_lane = if depth % 2 == 1 { Lane::Fresh } else { Lane::Won };
@@ -1319,11 +1365,11 @@ fn step(
             let settle_job = |own: &mut OwnBuffers,
                               batch: &[usize],
                               (pm, vm): (Packed, Packed),
-                              (units, reports): (&[UnitSpec], &[UnitReport])|
+                              (units, reports, early): (&[UnitSpec], &[UnitReport], &[(usize, EncodedParts)])|
              -> Result<Computed, SolveError> {
                 let deciding = deciding_groups(units, reports);
                 let ((fresh, live), scratch) = own.decided_and_scratch();
-                log_decisions(this_ref, &deciding, (&pm, &vm), ((fresh, Some(live)), scratch))?;
+                log_decisions(this_ref, &deciding, (&pm, &vm), ((fresh, Some(live)), scratch), early)?;
                 // Groups the step left as they were need no writing.
                 let changed: BTreeSet<usize> =
                     units.iter().zip(reports).filter(|(_, r)| r.modified).map(|(u, _)| u.0).collect();
@@ -1390,10 +1436,10 @@ fn step(
                         let landing = Some((&target.index, region));
                         let own = own_now.own(&pm, &vm);
                         let started = Instant::now();
-                        let reports = run_step(&input, &this_ref.index, &units, own, landing, &due, mode);
+                        let (reports, early) = run_step(&input, &this_ref.index, &units, own, landing, &due, mode);
                         times.computing += started.elapsed();
                         let started = Instant::now();
-                        let computed = settle_job(own_now, &jobs[k].1, (pm, vm), (&units, &reports));
+                        let computed = settle_job(own_now, &jobs[k].1, (pm, vm), (&units, &reports, &early));
                         times.settling += started.elapsed();
                         let started = Instant::now();
                         let other = other.join();
@@ -1416,10 +1462,11 @@ fn step(
                     let region = ReadRegion { map: &map, data: &slices[sb].words()[..len / 4] };
                     let landing = Some((&target.index, region));
                     let started = Instant::now();
-                    let reports = run_step(&input, &this_ref.index, &units, owns[w].own(&pm, &vm), landing, &due, mode);
+                    let (reports, early) =
+                        run_step(&input, &this_ref.index, &units, owns[w].own(&pm, &vm), landing, &due, mode);
                     times.computing += started.elapsed();
                     let started = Instant::now();
-                    let computed = settle_job(&mut owns[w], &jobs[k].1, (pm, vm), (&units, &reports))?;
+                    let computed = settle_job(&mut owns[w], &jobs[k].1, (pm, vm), (&units, &reports, &early))?;
                     times.settling += started.elapsed();
                     (reports, computed)
                 };
@@ -1512,11 +1559,14 @@ const LOG_PART_LAYOUTS: usize = 64;
 
 /// Appends to the decision log of a streamed material what a job of a step
 /// decided in `groups` (increasing), group by group: `decided` is the
-/// window's plane holding it. The groups' chunks are encoded in parallel,
-/// a large group in parts ([`LOG_PART_LAYOUTS`]), each part into its share
-/// of the group's value segment (30 bytes per layout and padded to 4096,
-/// free once the step has run; a chunk needs about 8 per layout at most),
-/// then appended in order. With `live` (a step's window), only the live
+/// window's plane holding it. Groups that `early` gives were encoded as
+/// soon as their kernels had run ([`encode_group`] from `run_step`: (group,
+/// parts) with the parts' bytes at the start of the group's value segment).
+/// The other groups' chunks are encoded now, in parallel, a large group in
+/// parts ([`LOG_PART_LAYOUTS`]), each part into its share of the group's
+/// value segment (30 bytes per layout and padded to 4096, free once the
+/// step has run; a chunk needs about 8 per layout at most). Then all are
+/// appended in order. With `live` (a step's window), only the live
 /// placements' words are read: the others' are not the batch's (a dense
 /// group's placements are all live, and its parts are read whole).
 fn log_decisions(
@@ -1524,62 +1574,101 @@ fn log_decisions(
     groups: &[usize],
     (plane_map, value_map): (&Packed, &Packed),
     ((decided, live), scratch): ((&[u32], Option<&PlacementFlags>), &mut [u8]),
+    early: &[(usize, EncodedParts)],
 ) -> Result<(), SolveError> {
     let block_words = (work.index.material.mover * work.index.material.opponent) as usize;
     let padded = |g: usize| {
         let start = value_map.elements(g).start;
         start..start + window::padded_len(&work.values, g) as usize
     };
-    let part_placements = (LOG_PART_LAYOUTS / block_words).max(1);
-    // (group's number in `groups`, placements, the part's bytes): a
-    // group's parts are consecutive.
-    let mut parts: Vec<(usize, Range<usize>, &mut [u8])> = Vec::with_capacity(groups.len());
-    for (k, (region, &g)) in carve_mut(scratch, groups.iter().map(|&g| padded(g))).into_iter().zip(groups).enumerate() {
-        let placements = plane_map.elements(g).len() / block_words;
-        let (mut rest, mut start) = (region, 0);
-        while placements - start >= 2 * part_placements {
-            let (part, after) = rest.split_at_mut(part_placements * block_words * CARD_STATES);
-            parts.push((k, start..start + part_placements, part));
-            (rest, start) = (after, start + part_placements);
-        }
-        parts.push((k, start..placements, rest));
-    }
-    // (group's number in `groups`, the part's frames, their entries).
-    let encoded: Vec<(usize, &[u8], u32)> = parts
+    debug_assert!(early.is_sorted_by_key(|e| e.0), "early groups come in the job's order");
+    let regions = carve_mut(scratch, groups.iter().map(|&g| padded(g)));
+    // (the group's region, its parts' byte ranges in it and entries).
+    let encoded: Vec<(&[u8], EncodedParts)> = regions
         .into_par_iter()
-        .map(|(k, part, region)| {
-            let range = plane_map.elements(groups[k]);
-            let decided = &decided[range.clone()];
-            // Every placement of a dense group is live (`unpack_sparse`):
-            // its words are read as one run, without asking the flags.
-            let (len, count) = match live.filter(|_| work.groups[groups[k]].sparse_layouts > 0) {
-                Some(live) => {
-                    let first = part.start;
-                    let runs = live.set_runs(range.start + first * block_words, part.len());
-                    let runs = runs.map(|run| first + run.start..first + run.end);
-                    DecisionLog::encode(decided, block_words, part.clone(), runs, region)
-                }
-                None => {
+        .zip(groups)
+        .map(|(region, &g)| {
+            let parts = match early.binary_search_by_key(&g, |e| e.0) {
+                Ok(at) => early[at].1.clone(),
+                Err(_) => {
+                    let range = plane_map.elements(g);
                     debug_assert!(
-                        live.is_none_or(|live| live
-                            .set_blocks(range.start + part.start * block_words, part.len())
-                            .eq(0..part.len())),
+                        work.groups[g].sparse_layouts > 0
+                            || live.is_none_or(|live| live
+                                .set_blocks(range.start, range.len() / block_words)
+                                .eq(0..range.len() / block_words)),
                         "every placement of a dense group is live"
                     );
-                    DecisionLog::encode(decided, block_words, part.clone(), std::iter::once(part.clone()), region)
+                    let live = live.filter(|_| work.groups[g].sparse_layouts > 0).map(|live| (live, range.start));
+                    encode_group(&decided[range], block_words, live, region)
                 }
             };
-            let region: &[u8] = region;
-            (k, &region[..len], count)
+            (&*region, parts)
         })
         .collect();
     let mut log = work.files().log();
-    for chunk in encoded.chunk_by(|a, b| a.0 == b.0) {
-        let frames: Vec<&[u8]> = chunk.iter().map(|&(_, frames, _)| frames).collect();
-        let count = chunk.iter().map(|&(_, _, count)| count).sum();
-        log.append_encoded(groups[chunk[0].0], (&frames, count))?;
+    for (&g, (region, parts)) in groups.iter().zip(&encoded) {
+        let frames: Vec<&[u8]> = parts.iter().map(|(bytes, _)| &region[bytes.clone()]).collect();
+        let count = parts.iter().map(|&(_, count)| count).sum();
+        log.append_encoded(g, (&frames, count))?;
     }
     Ok(())
+}
+
+/// A group's chunk as [`encode_group`] left it: per part, its frames'
+/// bytes (a range of the region it was encoded into) and their entries.
+type EncodedParts = Vec<(Range<usize>, u32)>;
+
+/// Encodes the decisions of one group (`decided`: its words of the plane
+/// holding them) into `region`, in parts of about [`LOG_PART_LAYOUTS`]
+/// layouts encoded in parallel, each into its share of `region`, which
+/// must hold 30 bytes per layout (see [`fits_encoded`]). With `live`
+/// (flags and the group's first element in them), only the live
+/// placements' words are read. Touches nothing but `region`.
+fn encode_group(
+    decided: &[u32],
+    block_words: usize,
+    live: Option<(&PlacementFlags, usize)>,
+    region: &mut [u8],
+) -> EncodedParts {
+    let placements = decided.len() / block_words;
+    let part_placements = (LOG_PART_LAYOUTS / block_words).max(1);
+    // (placements, the part's first byte in `region`, its bytes).
+    let mut parts: Vec<(Range<usize>, usize, &mut [u8])> = Vec::new();
+    let (mut rest, mut start) = (region, 0);
+    while placements - start >= 2 * part_placements {
+        let (part, after) = rest.split_at_mut(part_placements * block_words * CARD_STATES);
+        parts.push((start..start + part_placements, start * block_words * CARD_STATES, part));
+        (rest, start) = (after, start + part_placements);
+    }
+    parts.push((start..placements, start * block_words * CARD_STATES, rest));
+    let encode = |(part, first_byte, bytes): (Range<usize>, usize, &mut [u8])| {
+        let (len, count) = match live {
+            Some((live, origin)) => {
+                let first = part.start;
+                let runs = live.set_runs(origin + first * block_words, part.len());
+                let runs = runs.map(|run| first + run.start..first + run.end);
+                DecisionLog::encode(decided, block_words, part.clone(), runs, bytes)
+            }
+            // Every placement of a dense group is live (`unpack_sparse`):
+            // its words are read as one run, without asking the flags.
+            None => DecisionLog::encode(decided, block_words, part.clone(), std::iter::once(part.clone()), bytes),
+        };
+        (first_byte..first_byte + len, count)
+    };
+    if parts.len() == 1 { parts.into_iter().map(encode).collect() } else { parts.into_par_iter().map(encode).collect() }
+}
+
+/// Whether a group's decisions can be encoded into a region of `bytes`
+/// holding its `layouts` layouts' value bytes exactly ([`encode_group`],
+/// the last part taking the rest): a group of a few layouts may not hold a
+/// frame's bound and is encoded in its padded segment later.
+fn fits_encoded(layouts: usize, block_words: usize, bytes: usize) -> bool {
+    let part_layouts = (LOG_PART_LAYOUTS / block_words).max(1) * block_words;
+    let holds = |layouts: usize| DecisionLog::encoded_bound(layouts) <= layouts * CARD_STATES;
+    let whole_parts = layouts >= 2 * part_layouts;
+    let last = if whole_parts { part_layouts + layouts % part_layouts } else { layouts };
+    bytes >= layouts * CARD_STATES && holds(last) && (!whole_parts || holds(part_layouts))
 }
 
 /// A streamed job read into a window: its plane and value maps, and where
