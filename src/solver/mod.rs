@@ -1632,7 +1632,7 @@ fn encode_group(
     region: &mut [u8],
 ) -> EncodedParts {
     let placements = decided.len() / block_words;
-    let part_placements = (LOG_PART_LAYOUTS / block_words).max(1);
+    let part_placements = log_part_placements(block_words);
     // (placements, the part's first byte in `region`, its bytes).
     let mut parts: Vec<(Range<usize>, usize, &mut [u8])> = Vec::new();
     let (mut rest, mut start) = (region, 0);
@@ -1659,12 +1659,19 @@ fn encode_group(
     if parts.len() == 1 { parts.into_iter().map(encode).collect() } else { parts.into_par_iter().map(encode).collect() }
 }
 
+/// Placements in a part of a group's chunk ([`LOG_PART_LAYOUTS`] layouts,
+/// at least one placement): [`encode_group`] cuts by it and
+/// [`fits_encoded`] checks room by it.
+fn log_part_placements(block_words: usize) -> usize {
+    (LOG_PART_LAYOUTS / block_words).max(1)
+}
+
 /// Whether a group's decisions can be encoded into a region of `bytes`
 /// holding its `layouts` layouts' value bytes exactly ([`encode_group`],
 /// the last part taking the rest): a group of a few layouts may not hold a
 /// frame's bound and is encoded in its padded segment later.
 fn fits_encoded(layouts: usize, block_words: usize, bytes: usize) -> bool {
-    let part_layouts = (LOG_PART_LAYOUTS / block_words).max(1) * block_words;
+    let part_layouts = log_part_placements(block_words) * block_words;
     let holds = |layouts: usize| DecisionLog::encoded_bound(layouts) <= layouts * CARD_STATES;
     let whole_parts = layouts >= 2 * part_layouts;
     let last = if whole_parts { part_layouts + layouts % part_layouts } else { layouts };
