@@ -267,6 +267,13 @@ pub(super) struct Unit<'a> {
     pub end: u64,
 }
 
+impl Unit<'_> {
+    /// Is the unit all of its group's placements?
+    pub fn is_whole_group(&self) -> bool {
+        self.start == 0 && self.end * (self.p * self.q) as u64 == self.group.layouts
+    }
+}
+
 /// What a unit reports after a step.
 #[derive(Clone, Copy, Default)]
 pub(super) struct UnitReport {
@@ -471,7 +478,7 @@ pub(super) fn initialize(
                 // (a master reaching the temple) change nothing. (An
                 // image of a hole is a hole: the temples are in the middle
                 // column.)
-                let image_n = image.map(|image| image.layout(&place, j, q).0);
+                let image_n = image.map(|image| image.held_layout(&place, j, q).0);
                 for n in std::iter::once(n).chain(image_n) {
                     own.won[n] = ALL_CARD_STATES;
                     own.lost[n] = ALL_CARD_STATES;
@@ -516,7 +523,7 @@ pub(super) fn initialize(
             report.decided += (win_now | lost_now).count_ones() as u64;
             report.undecided += undecided.count_ones() as u64;
             if let (Some(image), Some(mirror)) = (&image, mirror) {
-                let (m, layout) = image.layout(&place, j, q);
+                let (m, layout) = image.held_layout(&place, j, q);
                 let (win_now, lost_now) = (mirror.states(win_now), mirror.states(lost_now));
                 own.won[m] = win_now;
                 own.lost[m] = lost_now;
@@ -552,7 +559,7 @@ pub(super) fn mirror_values(moves: &MoveTable, unit: Unit, values: &mut [u8]) {
         let Mirrored::Writes(image) = mirrored(Some(mirror), &unit, i, (mover, opponent), at) else { return };
         let place = Placement::new(mover, opponent);
         for j in 0..p * q {
-            let (m, _) = image.layout(&place, j, q);
+            let (m, _) = image.held_layout(&place, j, q);
             let (values, image_values) = layout_bytes_and_other(values, i * p * q + j, m);
             mirror.values(values, image_values);
         }
@@ -747,7 +754,9 @@ pub(super) struct StepInput<'a> {
     pub own_fresh: Option<&'a PlacementFlags>,
     /// Steps of a mirror-closed card set: solve one placement of each
     /// mirror pair and write the other's words from it (units are then
-    /// whole groups, which hold both).
+    /// whole groups, which hold both; a part of a group, which a streamed
+    /// step may solve a large group in, leaves them to
+    /// [`mirror_decisions`]).
     pub mirror: Option<&'a Mirror>,
 }
 
@@ -928,10 +937,11 @@ enum Mirrored {
     /// Solves it, and nothing else: the step does not mirror, or the
     /// placement is its own image.
     Own,
-    /// Solves it and writes its image's words.
+    /// Solves it, and writes its image's words if the unit holds them
+    /// ([`Image::first`]).
     Writes(Image),
-    /// Nothing: it is the image of a placement solved before it in the
-    /// unit, which wrote its words.
+    /// Nothing: it is the image of a placement solved before it in its
+    /// group, which wrote (or leaves to [`mirror_decisions`]) its words.
     Skipped,
 }
 
@@ -940,29 +950,43 @@ enum Mirrored {
 /// state is decided, not before.
 #[derive(Clone, Copy)]
 struct Image {
-    /// Its first layout, counted from the unit's first.
-    first: usize,
+    /// Its first layout, counted from the unit's first, if the unit holds
+    /// the image's words: a unit that is a whole group does. A unit that is
+    /// a part of its group (a streamed step splits the largest groups)
+    /// writes none, since another unit may hold them; [`mirror_decisions`]
+    /// writes them after the step from the placement's.
+    first: Option<usize>,
     mover: u32,
     opponent: u32,
 }
 
 impl Image {
     /// The mirror image of layout `j` of `place` (`a * q + b`: the
-    /// masters' ordinals): its number counted from the unit's first, and
-    /// the layout.
+    /// masters' ordinals): its number counted from the unit's first (if
+    /// the unit holds it), and the layout.
     #[inline(always)]
-    fn layout(&self, place: &Placement, j: usize, q: usize) -> (usize, Layout) {
+    fn layout(&self, place: &Placement, j: usize, q: usize) -> (Option<usize>, Layout) {
         let ordinal = |board: u32, square: u8| (board & ((1u32 << square) - 1)).count_ones() as usize;
         let mover_master = mirror::square(place.mover_squares[j / q]);
         let opponent_master = mirror::square(place.opponent_squares[j % q]);
-        let n = self.first + ordinal(self.mover, mover_master) * q + ordinal(self.opponent, opponent_master);
+        let n = self
+            .first
+            .map(|first| first + ordinal(self.mover, mover_master) * q + ordinal(self.opponent, opponent_master));
         (n, Layout { mover: self.mover, opponent: self.opponent, mover_master, opponent_master })
+    }
+
+    /// [`Image::layout`] in a unit that holds the image: a whole group's
+    /// (initialisation and finishing work whole groups only).
+    #[inline(always)]
+    fn held_layout(&self, place: &Placement, j: usize, q: usize) -> (usize, Layout) {
+        let (n, layout) = self.layout(place, j, q);
+        (n.expect("a whole group's unit holds its images"), layout)
     }
 }
 
 /// What a step (or initialisation) with `mirror` does with placement `i`
 /// of `unit` (see [`Mirrored`]), the odometer being `at` it. Solved is the
-/// one of each pair that comes first.
+/// one of each pair that comes first in the group.
 #[inline(always)]
 fn mirrored(mirror: Option<&Mirror>, unit: &Unit, i: usize, (mover, opponent): (u32, u32), at: &Odometer) -> Mirrored {
     if mirror.is_none() {
@@ -972,14 +996,13 @@ fn mirrored(mirror: Option<&Mirror>, unit: &Unit, i: usize, (mover, opponent): (
     if image == unit.start + i as u64 {
         return Mirrored::Own;
     }
-    let (p, q) = (unit.p, unit.q);
-    debug_assert!(unit.start == 0 && unit.end * (p * q) as u64 == unit.group.layouts, "a whole group");
-    if (image as usize) < i {
+    if image < unit.start + i as u64 {
         return Mirrored::Skipped;
     }
     let (image_mover, image_opponent) = (mirror::board(mover), mirror::board(opponent));
     debug_assert_eq!(mirror::image_number(unit.group, mover, opponent), Some((image, image_mover, image_opponent)));
-    Mirrored::Writes(Image { first: image as usize * p * q, mover: image_mover, opponent: image_opponent })
+    let first = unit.is_whole_group().then(|| image as usize * unit.p * unit.q);
+    Mirrored::Writes(Image { first, mover: image_mover, opponent: image_opponent })
 }
 
 /// The quiet board moves of one placement (captures are left out: they win
@@ -1296,7 +1319,7 @@ fn for_each_placement(
 
 /// A streamed step's live flags and the element of the unit's first
 /// layout ([`is_live`]); `None`: every placement is looked at.
-type Live<'a> = Option<(&'a PlacementFlags, usize)>;
+pub(super) type Live<'a> = Option<(&'a PlacementFlags, usize)>;
 
 /// How far [`for_each_placement`] moves the odometer on to the next live
 /// placement before it decodes that placement's digits instead (a
@@ -1357,9 +1380,9 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
         if own.capture_due {
             own.values.prefetch_due(first, p * q, depth);
         }
-        if let Some(image) = &image {
+        if let Some(first) = image.and_then(|image| image.first) {
             // Written when the placement wins something, after its fold.
-            prefetch_words(own.won, image.first, p * q);
+            prefetch_words(own.won, first, p * q);
         }
         let look = looked_at(input, &place);
         let needed = (0..p * q).any(|j| undecided[j] != 0 && look >> (j % q) & 1 != 0);
@@ -1404,10 +1427,12 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
                     let wins = mirror.states(wins);
                     // Streamed, the image's other words are zeros (the
                     // window's `fresh` is cleared as it is loaded).
-                    if let Some(newly_won) = own.newly_won.as_deref_mut() {
-                        newly_won[n] = wins;
+                    if let Some(n) = n {
+                        if let Some(newly_won) = own.newly_won.as_deref_mut() {
+                            newly_won[n] = wins;
+                        }
+                        own.won[n] |= wins;
                     }
-                    own.won[n] |= wins;
                     // Its value bytes are written from the placement's when
                     // the pair is finished (`mirror_values`).
                     decided(input, &mut report, &layout, wins);
@@ -1417,6 +1442,42 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
         }
     });
     report
+}
+
+/// After a streamed mirroring step that split `unit`'s group (a whole
+/// group) into parts: writes the image words that a unit holding the whole
+/// group writes as it goes ([`Image::first`]), from the placements solved
+/// for them. `decided` holds the step's decisions (a win step's new wins,
+/// a loss step's new losses: `fresh`), which are added to `plane` (`won`
+/// or `lost`); a loss step (`clears`) clears each image's `decided` words
+/// first, as it clears them. Visits the placements the step visited: the
+/// live ones (`live`, with the element of the group's first layout).
+pub(super) fn mirror_decisions(
+    mirror: &Mirror,
+    unit: Unit,
+    live: Live,
+    (plane, decided): (&mut [u32], &mut [u32]),
+    clears: bool,
+) {
+    let (p, q) = (unit.p, unit.q);
+    debug_assert!(unit.is_whole_group());
+    for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent, at| {
+        let Mirrored::Writes(image) = mirrored(Some(mirror), &unit, i, (mover, opponent), at) else { return };
+        let image_first = image.first.expect("a whole group's unit holds its images");
+        if clears {
+            decided[image_first..image_first + p * q].fill(0);
+        }
+        let place = Placement::new(mover, opponent);
+        for j in 0..p * q {
+            let states = decided[i * p * q + j];
+            if states != 0 {
+                let (m, _) = image.held_layout(&place, j, q);
+                let states = mirror.states(states);
+                decided[m] = states;
+                plane[m] |= states;
+            }
+        }
+    });
 }
 
 /// The bookkeeping of states a step decides (their planes and values are
@@ -1515,14 +1576,14 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             fresh.fill(0);
             report.modified = true;
         }
-        if let Some(image) = &image {
+        if let Some(image_first) = image.and_then(|image| image.first) {
             // Its fresh flag (which the placement solved for it keeps, with
             // `PlacementFlags::put_unshared`: the unit's writer leaves it
             // alone) says whether there is anything to clear: the image
             // lies elsewhere in the group, a cache miss to read.
-            let image_flag = own.lane_start + image.first;
+            let image_flag = own.lane_start + image_first;
             if input.own_fresh.is_none_or(|flags| flags.get(image_flag)) {
-                own.fresh[image.first..image.first + p * q].fill(0);
+                own.fresh[image_first..image_first + p * q].fill(0);
                 if let Some(flags) = input.own_fresh {
                     flags.put_unshared(image_flag, false);
                 }
@@ -1539,10 +1600,10 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         };
         // Only now: most visits of a late step find every layout decided.
         let place = Placement::new(mover, opponent);
-        if let Some(image) = image.filter(|_| own.images_lost) {
+        if let Some(image_first) = image.and_then(|image| image.first).filter(|_| own.images_lost) {
             // Written when the placement decides something, after its fold:
             // ask for them now (the image lies elsewhere in the group).
-            prefetch_words(own.lost, image.first, p * q);
+            prefetch_words(own.lost, image_first, p * q);
         }
         if own.capture_due {
             own.values.prefetch_due(first, p * q, depth);
@@ -1613,14 +1674,16 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             if let (Some(image), Some(mirror)) = (&image, input.mirror) {
                 if losses != 0 {
                     let (n, layout) = image.layout(&place, j, q);
-                    if let Some(flags) = input.own_fresh {
-                        flags.put_unshared(own.lane_start + image.first, true);
-                    }
                     let losses = mirror.states(losses);
-                    if own.images_lost {
-                        own.lost[n] |= losses;
+                    if let (Some(n), Some(image_first)) = (n, image.first) {
+                        if let Some(flags) = input.own_fresh {
+                            flags.put_unshared(own.lane_start + image_first, true);
+                        }
+                        if own.images_lost {
+                            own.lost[n] |= losses;
+                        }
+                        own.fresh[n] = losses;
                     }
-                    own.fresh[n] = losses;
                     // Its value bytes: as a win step's image's.
                     decided(input, &mut report, &layout, losses);
                 }

@@ -544,13 +544,19 @@ type UnitSpec = (usize, u64, u64);
 
 /// Units of work over the given groups.
 fn units_of(index: &MaterialIndex, groups: &[usize]) -> Vec<UnitSpec> {
+    parts_of(index, groups, UNIT_PLACEMENTS)
+}
+
+/// The given groups in units of `part_placements` placements, the last
+/// unit of each group taking the rest.
+fn parts_of(index: &MaterialIndex, groups: &[usize], part_placements: u64) -> Vec<UnitSpec> {
     let per_placement = (index.material.mover as u64) * (index.material.opponent as u64);
     let mut units = Vec::new();
     for &g in groups {
         let placements = index.groups()[g].layouts / per_placement;
         let mut start = 0;
         while start < placements {
-            let end = (start + UNIT_PLACEMENTS).min(placements);
+            let end = (start + part_placements).min(placements);
             units.push((g, start, end));
             start = end;
         }
@@ -570,6 +576,23 @@ fn whole_groups(index: &MaterialIndex, groups: &[usize]) -> Vec<UnitSpec> {
 fn step_units(moves: &MoveTable, index: &MaterialIndex, groups: &[usize]) -> Vec<UnitSpec> {
     if moves.mirror.is_some() { whole_groups(index, groups) } else { units_of(index, groups) }
 }
+
+/// A streamed mirroring step solves a job's group in parts, in parallel,
+/// if it holds more than 1 / (this times the workers) of the job's layouts:
+/// with two workers, a quarter. Whole, a job's largest group ran for about
+/// half of its kernels' time at 8 men, the other worker idle at the end
+/// (docs/BENCHMARKS.md, sessions 47 and 53).
+#[cfg(not(test))]
+const FAN_OUT_SHARE: u64 = 2;
+/// Unit tests solve every group of more than one part in parts, of a few
+/// placements, so that a small table's groups have several.
+#[cfg(test)]
+const FAN_OUT_SHARE: u64 = u64::MAX;
+/// Placements in a part of a group solved in parts (`FAN_OUT_SHARE`).
+#[cfg(not(test))]
+const FAN_OUT_PART_PLACEMENTS: u64 = UNIT_PLACEMENTS;
+#[cfg(test)]
+const FAN_OUT_PART_PLACEMENTS: u64 = 4;
 
 /// Element range of a unit within a region (`per_layout` elements per layout).
 fn unit_elements(map: &dyn SegmentMap, index: &MaterialIndex, unit: UnitSpec, per_layout: usize) -> Range<usize> {
@@ -705,6 +728,36 @@ fn run_step(
         let live = own_live.filter(|_| sparse(g)).map(|live| (live, plane_map.elements(g).start));
         Some(encode_group(decided, p * q, live, values))
     };
+    // A streamed mirroring step's large groups are solved in parts in
+    // parallel (nested in the group's task, which holds all its words):
+    // a part writes no image words, since another part may hold them
+    // (`kernel::Image::first`), so once all parts have run the group's
+    // task writes them (`kernel::mirror_decisions`) and encodes the group.
+    let job_layouts: u64 = units.iter().map(|&(_, start, end)| (end - start) * (p * q) as u64).sum();
+    let fan_out_above = job_layouts / FAN_OUT_SHARE.saturating_mul(rayon::current_num_threads() as u64);
+    let fan_out = |(g, start, end): UnitSpec| {
+        let group = &index.groups()[g];
+        let fans_out = matches!(mode, ValueMode::Logged { .. })
+            && input.mirror.is_some()
+            && group.layouts > fan_out_above
+            && end - start > FAN_OUT_PART_PLACEMENTS;
+        fans_out.then(|| {
+            debug_assert!(start == 0 && end * (p * q) as u64 == group.layouts, "mirroring units are whole groups");
+            let first = plane_map.elements(g).start;
+            let parts = parts_of(index, &[g], FAN_OUT_PART_PLACEMENTS);
+            let ranges: Vec<Range<usize>> = (parts.iter())
+                .map(|&part| unit_elements(plane_map, index, part, 1))
+                .map(|r| r.start - first..r.end - first)
+                .collect();
+            (parts, ranges)
+        })
+    };
+    let mirror_decisions = |(g, start, end): UnitSpec, words: (&mut [u32], &mut [u32]), clears: bool| {
+        let group = &index.groups()[g];
+        let live = own_live.map(|live| (live, plane_map.elements(g).start));
+        let mirror = input.mirror.expect("only mirroring steps solve groups in parts");
+        kernel::mirror_decisions(mirror, Unit { group, p, q, start, end }, live, words, clears);
+    };
     let plane_ranges = || units.iter().map(|&u| unit_elements(plane_map, index, u, 1));
     let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, CARD_STATES)));
     let due_states: Vec<&[u32]> = match mode {
@@ -740,7 +793,33 @@ fn run_step(
                 live: own_live,
             };
             let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
-            let report = kernel::win_step(input, Unit { group, p, q, start, end }, &landing, own);
+            let report = match fan_out(u) {
+                None => kernel::win_step(input, Unit { group, p, q, start, end }, &landing, own),
+                Some((parts, ranges)) => {
+                    let kernel::WinLanes { won, newly_won, .. } = own;
+                    let newly_won = newly_won.expect("a streamed win step keeps its new wins");
+                    let won_parts = carve_mut(&mut *won, ranges.iter().cloned());
+                    let new_parts = carve_mut(&mut *newly_won, ranges.iter().cloned());
+                    let part_lanes: Vec<_> = won_parts.into_iter().zip(new_parts).zip(&ranges).collect();
+                    let report = (parts.par_iter().zip(part_lanes))
+                        .map(|(&(_, start, end), ((won, newly_won), range))| {
+                            let own = kernel::WinLanes {
+                                won,
+                                newly_won: Some(newly_won),
+                                values: StepValues::Logged(due(g).then(|| &due_states[range.clone()])),
+                                lost: &lost[r.start + range.start..r.start + range.end],
+                                capture: &capture[r.start + range.start..r.start + range.end],
+                                capture_due: due(g),
+                                lane_start: r.start + range.start,
+                                live: own_live,
+                            };
+                            kernel::win_step(input, Unit { group, p, q, start, end }, &landing, own)
+                        })
+                        .reduce(UnitReport::default, UnitReport::merge);
+                    mirror_decisions(u, (won, newly_won), false);
+                    report
+                }
+            };
             let encoded = newly_won.and_then(|decided| encode_early(u, &report, decided, values.0));
             (report, encoded)
         });
@@ -776,7 +855,38 @@ fn run_step(
                     images_lost: !matches!(mode, ValueMode::Written),
                 };
                 let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
-                let report = kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own);
+                let report = match fan_out(u) {
+                    None => kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own),
+                    Some((parts, ranges)) => {
+                        let kernel::LossLanes { lost, fresh, held, capture, drop_decided, images_lost, .. } = own;
+                        let part_lanes: Vec<_> = (carve_mut(&mut *lost, ranges.iter().cloned()).into_iter())
+                            .zip(carve_mut(&mut *fresh, ranges.iter().cloned()))
+                            .zip(carve_mut(held, ranges.iter().cloned()))
+                            .zip(carve_mut(capture, ranges.iter().cloned()))
+                            .zip(&ranges)
+                            .collect();
+                        let report = (parts.par_iter().zip(part_lanes))
+                            .map(|(&(_, start, end), ((((lost, fresh), held), capture), range))| {
+                                let own = kernel::LossLanes {
+                                    lost,
+                                    fresh,
+                                    held,
+                                    capture,
+                                    values: StepValues::Logged(due(g).then(|| &due_states[range.clone()])),
+                                    won: &won[r.start + range.start..r.start + range.end],
+                                    capture_due: due(g),
+                                    lane_start: r.start + range.start,
+                                    live: own_live,
+                                    drop_decided,
+                                    images_lost,
+                                };
+                                kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own)
+                            })
+                            .reduce(UnitReport::default, UnitReport::merge);
+                        mirror_decisions(u, (lost, fresh), true);
+                        report
+                    }
+                };
                 let encoded = encode_early(u, &report, fresh, values.0);
                 (report, encoded)
             },
