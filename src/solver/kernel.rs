@@ -952,9 +952,10 @@ enum Mirrored {
 struct Image {
     /// Its first layout, counted from the unit's first, if the unit holds
     /// the image's words: a unit that is a whole group does. A unit that is
-    /// a part of its group (a streamed step splits the largest groups)
-    /// writes none, since another unit may hold them; [`mirror_decisions`]
-    /// writes them after the step from the placement's.
+    /// a part of its group (a streamed step solves a job's large groups in
+    /// parts) writes none, since another part may hold them;
+    /// [`mirror_decisions`] writes them from the placement's once all the
+    /// group's parts have run.
     first: Option<usize>,
     mover: u32,
     opponent: u32,
@@ -1366,6 +1367,9 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
     let mut placement_moves = PlacementMoves::new();
     let first_placement = first_placement(&unit);
     let live = own.live.map(|flags| (flags, own.lane_start));
+    // A part of a group leaves its images' words to its caller: only a
+    // streamed step's (`mirror_decisions`, from the new wins it keeps).
+    debug_assert!(input.mirror.is_none() || unit.is_whole_group() || own.newly_won.is_some());
     for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent, at| {
         let first = i * p * q;
         debug_assert!(is_live(own.live, own.lane_start + first));
@@ -1444,8 +1448,8 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
     report
 }
 
-/// After a streamed mirroring step that split `unit`'s group (a whole
-/// group) into parts: writes the image words that a unit holding the whole
+/// Once a streamed mirroring step has solved `unit`'s group (a whole
+/// group) in parts: writes the image words that a unit holding the whole
 /// group writes as it goes ([`Image::first`]), from the placements solved
 /// for them. `decided` holds the step's decisions (a win step's new wins,
 /// a loss step's new losses: `fresh`), which are added to `plane` (`won`
@@ -1557,6 +1561,10 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
     let unit_elements = own.lane_start..own.lane_start + (unit.end - unit.start) as usize * p * q;
     let mut own_flags = input.own_fresh.map(|flags| flags.writer(unit_elements));
     let live = own.live.map(|flags| (flags, own.lane_start));
+    // A part of a group leaves its images' words to its caller: only a
+    // streamed step's (`mirror_decisions`; a resident one keeps their
+    // fresh flags too, which needs the whole group).
+    debug_assert!(input.mirror.is_none() || unit.is_whole_group() || (own.images_lost && input.own_fresh.is_none()));
     for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent, at| {
         let first = i * p * q;
         // Only live placements: the words of the others are not their own
