@@ -719,10 +719,11 @@ fn run_step(
     let (plane_map, own_live) = (own.plane_map, own.live);
     // A whole group's decisions (`decided`, its words of the plane holding
     // them) encoded into its value bytes, if the mode logs them and they fit.
-    let encode_early = |(g, start, end): UnitSpec, report: &UnitReport, decided: &[u32], values: &mut [u8]| {
+    let is_whole = |(g, start, end): UnitSpec| Unit { group: &index.groups()[g], p, q, start, end }.is_whole_group();
+    let encode_early = |u: UnitSpec, report: &UnitReport, decided: &[u32], values: &mut [u8]| {
         let ValueMode::Logged { sparse, .. } = mode else { return None };
-        let whole = start == 0 && end * (p * q) as u64 == index.groups()[g].layouts;
-        if !whole || report.decided == 0 || !fits_encoded(decided.len(), p * q, values.len()) {
+        let g = u.0;
+        if !is_whole(u) || report.decided == 0 || !fits_encoded(decided.len(), p * q, values.len()) {
             return None;
         }
         let live = own_live.filter(|_| sparse(g)).map(|live| (live, plane_map.elements(g).start));
@@ -742,7 +743,7 @@ fn run_step(
             && group.layouts > fan_out_above
             && end - start > FAN_OUT_PART_PLACEMENTS;
         fans_out.then(|| {
-            debug_assert!(start == 0 && end * (p * q) as u64 == group.layouts, "mirroring units are whole groups");
+            debug_assert!(is_whole((g, start, end)), "mirroring units are whole groups");
             let first = plane_map.elements(g).start;
             let parts = parts_of(index, &[g], FAN_OUT_PART_PLACEMENTS);
             let ranges: Vec<Range<usize>> = (parts.iter())
