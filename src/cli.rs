@@ -7,19 +7,19 @@
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use onitb::blockio::{IoChoice, format_size, parse_size};
-use onitb::compress::CompressedShardWriter;
 use onitb::compress::{self, ShardSizes};
-use onitb::format::{BLOCK_BYTES, Content, ShardHeader};
+use onitb::format::Content;
 use onitb::index::Material;
 use onitb::notation::{self, Colour, Setup};
 use onitb::probe::MoveValue;
+use onitb::publish::{self, BackgroundShards, ShardSpec};
 use onitb::rules::{CardSet, MAX_PIECES_PER_SIDE, NoMoveRule, Outcome, Rules};
 use onitb::shard::{self, TableFiles};
 use onitb::solver::{self, IoTotals, PairPlan, Progress, SolveConfig, StepTimes};
-use onitb::store::{self, OutputDir, RawShardWriter, StoreError};
+use onitb::store::OutputDir;
 use onitb::{Stats, Tablebase, Value, verify};
 use serde::Serialize;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -447,6 +447,10 @@ fn generate(args: GenerateArgs) -> Result<()> {
     if let Some(budget) = budget_bytes {
         reporter.line(format_args!("memory budget {}", format_size(budget)));
     }
+    // With a work directory, the shards of finished materials are written
+    // beside the solve of the later pairs (publish::BackgroundShards), with
+    // memory the streamed pairs leave them.
+    let background = args.work.as_ref().zip(publish::writes_in_background(budget_bytes, args.compress));
     let config = SolveConfig {
         work_dir: args.work.clone(),
         budget_bytes,
@@ -454,51 +458,36 @@ fn generate(args: GenerateArgs) -> Result<()> {
         force_streamed: false,
         io,
         checkpoint_every: Duration::from_secs(args.checkpoint_every),
+        reserved_bytes: background.map_or(0, |(_, bytes)| bytes),
         ..SolveConfig::default()
     };
-    let solved =
-        solver::solve_with(&rules, max_per_side, &config, &|p| reporter.progress(p)).context("solving failed")?;
-    reporter.line(format_args!("writing {}", out.target().display()));
-    let target = out.target().to_path_buf();
-    let mut total = Stats::default();
-    let mut per = Vec::new();
     let context = args.compress.map(|_| shard::Context::new(rules, max_per_side));
-    for finished in &solved.materials {
-        let material = finished.material();
-        let mut stats = Stats::default();
-        let mut writer = match (args.compress, &context) {
-            (Some(level), Some(context)) => {
-                let path = out.path_for(&store::compressed_shard_name(material));
-                let header = ShardHeader::for_material(&rules, max_per_side, material)
-                    .map_err(|cause| StoreError::Format { path: path.clone(), cause })?;
-                let header = ShardHeader { block_crcs: Vec::new(), ..header };
-                let writer = CompressedShardWriter::create(&path, header, context, level, Content::Values)?;
-                ShardWriter::Compressed(match budget_bytes {
-                    Some(budget) => writer.batch_blocks(shard_writing_bytes(budget) / BLOCK_BYTES as usize),
-                    None => writer,
-                })
+    let spec = ShardSpec { rules, max_per_side, compress: args.compress.zip(context.as_ref()) };
+    let shard_written = |material: Material| reporter.line(format_args!("{material}: shard written beside the solve"));
+    let (solved, per) = std::thread::scope(|scope| -> Result<_> {
+        let writer =
+            background.and_then(|(work, _)| BackgroundShards::start(scope, work.clone(), (&out, spec), &shard_written));
+        let solved = solver::solve_with(&rules, max_per_side, &config, &|p| {
+            if let Some(writer) = &writer {
+                writer.observe(&p);
             }
-            _ => {
-                let path = out.path_for(&store::shard_name(material));
-                ShardWriter::Raw(RawShardWriter::create(&path, &rules, max_per_side, material)?)
-            }
-        };
-        let unpack_bytes = budget_bytes.map_or(solver::UNPACK_BATCH_BYTES_DEFAULT, shard_writing_bytes);
-        finished.for_each_chunk(unpack_bytes, |chunk| {
-            stats = Stats::merge(stats, Stats::of_values(chunk));
-            match &mut writer {
-                ShardWriter::Raw(w) => w.write_values(chunk),
-                ShardWriter::Compressed(w) => w.write_values(chunk),
-            }
-            .map_err(anyhow::Error::from)
-        })?;
-        match writer {
-            ShardWriter::Raw(w) => w.finish()?,
-            ShardWriter::Compressed(w) => drop(w.finish()?),
+            reporter.progress(p)
+        })
+        .context("solving failed")?;
+        reporter.line(format_args!("writing {}", out.target().display()));
+        let beside = writer.map(BackgroundShards::finish).transpose().context("writing shards beside the solve")?;
+        let mut per: BTreeMap<Material, Stats> = beside.unwrap_or_default().into_iter().collect();
+        let rest: Vec<&solver::FinishedMaterial> =
+            solved.materials.iter().filter(|f| !per.contains_key(&f.material())).collect();
+        for finished in rest {
+            let stats = publish::write_shard(finished, &out, &spec, budget_bytes.map(shard_writing_bytes))?;
+            per.insert(finished.material(), stats);
         }
-        total = Stats::merge(total, stats);
-        per.push((material, stats));
-    }
+        Ok((solved, per))
+    })?;
+    let total = per.values().fold(Stats::default(), |a, &b| Stats::merge(a, b));
+    let per: Vec<(Material, Stats)> = per.into_iter().collect();
+    let target = out.target().to_path_buf();
     out.finish()?;
     let shards = per.len();
     reporter.line(format_args!("saved {shards} shard{} in {}", if shards == 1 { "" } else { "s" }, target.display()));
@@ -519,12 +508,6 @@ fn generate(args: GenerateArgs) -> Result<()> {
         println!("summary: solved in memory; peak memory {peak}");
     }
     print_stats(&rules, max_per_side, total, per, false)
-}
-
-/// Where `generate` writes a material's shard.
-enum ShardWriter<'c> {
-    Raw(RawShardWriter),
-    Compressed(CompressedShardWriter<'c>),
 }
 
 /// Peak resident memory of this process (VmHWM), where Linux reports it.

@@ -5,6 +5,7 @@ pub mod format;
 pub mod index;
 pub mod notation;
 pub mod probe;
+pub mod publish;
 pub mod rules;
 pub mod shard;
 pub mod solver;

@@ -132,6 +132,15 @@ fn generate_can_write_compressed_shards_the_same_as_compress_does() {
         let direct = std::fs::read(cwd.join("direct").join(&name)).unwrap();
         assert!(direct == std::fs::read(cwd.join("after").join(&name)).unwrap(), "{name} differs");
     }
+    // With a work directory and no budget, the shards of every pair but
+    // the last may be written beside the solve: the same files.
+    succeeds(cwd, &["generate", "--men", "4", "--work", "wb", "--out", "beside", "--compress", "3", "--quiet"]);
+    assert_eq!(entries(&cwd.join("beside")), entries(&cwd.join("after")));
+    for name in entries(&cwd.join("beside")) {
+        let beside = std::fs::read(cwd.join("beside").join(&name)).unwrap();
+        assert!(beside == std::fs::read(cwd.join("after").join(&name)).unwrap(), "{name} differs");
+    }
+    assert!(!cwd.join("wb").exists(), "the work directory is cleaned");
     assert_eq!(counts(&stats_json(cwd, "direct")["total"])[..5], [9_174_270, 3_787_692, 6_752_579, 2_419_523, 2_168]);
     succeeds(cwd, &["verify", "direct"]);
     // A level zstd lacks is refused before anything is solved.

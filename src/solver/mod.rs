@@ -194,6 +194,10 @@ pub struct SolveConfig {
     /// mirror pair (`mirror`); false solves every placement (tests compare
     /// the two). The tables are the same.
     pub mirror: bool,
+    /// Bytes of the budget a streamed pair's windows leave unused when
+    /// they can (out of what the budget holds beyond their fixed parts),
+    /// for the caller's own buffers beside the solve: a shard writer.
+    pub reserved_bytes: u64,
 }
 
 /// A minute: a `kill -9` loses at most about that much work, and the syncs
@@ -210,6 +214,7 @@ impl Default for SolveConfig {
             io: IoChoice::default(),
             checkpoint_every: CHECKPOINT_EVERY_DEFAULT,
             mirror: true,
+            reserved_bytes: 0,
         }
     }
 }
@@ -490,6 +495,50 @@ impl FinishedMaterial {
             first = end;
         }
         Ok(())
+    }
+
+    /// Hands the value bytes, in layout order, to `sink` in pieces of
+    /// exactly `piece_bytes` (the last one the rest), on this thread, through
+    /// one buffer of that size: what a writer beside a running solve may
+    /// hold, whatever the groups' sizes (a 4v4 group's values are 96 MB).
+    pub fn for_each_piece<E: From<SolveError>>(
+        &self,
+        piece_bytes: usize,
+        mut sink: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        assert!(piece_bytes > 0, "pieces hold bytes");
+        let total: u64 =
+            (0..self.index.groups().len()).map(|g| self.values_layout.segment(g)).map(|s| s.end - s.start).sum();
+        let mut piece = vec![0u8; piece_bytes.min(total as usize).max(1)];
+        let mut filled = 0;
+        for g in 0..self.index.groups().len() {
+            match &self.values {
+                FinishedValues::Resident(values) => {
+                    let segment = self.values_layout.segment(g);
+                    let mut rest = &values[segment.start as usize..segment.end as usize];
+                    while !rest.is_empty() {
+                        let take = rest.len().min(piece.len() - filled);
+                        piece[filled..filled + take].copy_from_slice(&rest[..take]);
+                        (filled, rest) = (filled + take, &rest[take..]);
+                        if filled == piece.len() {
+                            sink(&piece)?;
+                            filled = 0;
+                        }
+                    }
+                }
+                FinishedValues::Packed(packed) => {
+                    packed.read_group_pieces(g, (&mut piece, &mut filled), &mut sink, |e| SolveError::from(e).into())?
+                }
+            }
+        }
+        if filled > 0 { sink(&piece[..filled]) } else { Ok(()) }
+    }
+
+    /// A material an earlier pair of this run (or an earlier run) finished,
+    /// opened again from its packed values in the work directory `dir`:
+    /// a handle of its own, for reading beside the solve.
+    pub fn open(dir: &Path, material: Material) -> Result<FinishedMaterial, SolveError> {
+        open_finished(dir, material)
     }
 
     fn into_solved(self) -> Result<SolvedMaterial, SolveError> {
@@ -2302,7 +2351,9 @@ pub fn solve_with(
             // Share what is left over between the windows' buffers, 4 bytes
             // per layout for each plane (five lanes and the due states) and
             // 30 for the values.
-            let spare = (budget - fixed) / stages / (WINDOW_PLANES * 4 + CARD_STATES as u64);
+            // Less what the caller keeps for itself, out of what is left.
+            let left = budget - fixed - config.reserved_bytes.min(budget - fixed);
+            let spare = left / stages / (WINDOW_PLANES * 4 + CARD_STATES as u64);
             let align = |b: u64| b / SEGMENT_ALIGN_BYTES * SEGMENT_ALIGN_BYTES;
             let plane_bytes = needs.plane + align(spare * 4);
             let value_bytes = needs.value + align(spare * CARD_STATES as u64);
@@ -2495,6 +2546,40 @@ mod tests {
             index.groups().iter().map(|g| g.layouts).max()
         });
         assert!(largest.max().unwrap() >= 2 * LOG_PART_LAYOUTS as u64, "some group is logged in parts");
+    }
+
+    /// A finished material handed over in pieces of any size, resident or
+    /// packed, is its values as handed over in batches of groups.
+    #[test]
+    fn finished_values_in_pieces_are_those_in_batches() {
+        let rules = Rules { cards: crate::rules::CardSet::default_set(), no_move: crate::rules::NoMoveRule::Pass };
+        let dir = tempfile::tempdir().unwrap();
+        let packed = SolveConfig { work_dir: Some(dir.path().join("work")), ..SolveConfig::default() };
+        for config in [SolveConfig::default(), packed] {
+            let solved = solve_with(&rules, 2, &config, &|_| {}).unwrap();
+            for finished in &solved.materials {
+                let mut batches = Vec::new();
+                finished
+                    .for_each_chunk(1 << 20, |chunk| {
+                        batches.extend_from_slice(chunk);
+                        Ok::<_, SolveError>(())
+                    })
+                    .unwrap();
+                for piece_bytes in [1, 4095, 1 << 20, batches.len(), batches.len() + 1] {
+                    let mut pieces = Vec::new();
+                    let mut lens = Vec::new();
+                    finished
+                        .for_each_piece(piece_bytes, |piece| {
+                            lens.push(piece.len());
+                            pieces.extend_from_slice(piece);
+                            Ok::<_, SolveError>(())
+                        })
+                        .unwrap();
+                    assert!(pieces == batches, "{} in {piece_bytes}-byte pieces", finished.material());
+                    assert!(lens[..lens.len() - 1].iter().all(|&n| n == piece_bytes), "whole pieces but the last");
+                }
+            }
+        }
     }
 
     /// Every unit runs once with its own slice; results come back in the

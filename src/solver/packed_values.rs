@@ -241,28 +241,76 @@ impl PackedValues {
     /// segment's length). Thread-safe: positioned reads only.
     pub fn read_group(&self, g: usize, into: &mut [u8]) -> Result<(), DiskError> {
         assert_eq!(into.len() as u64, self.lens[g], "a group's values are its whole segment");
-        let (offset, bytes) = self.frames[g];
-        let damaged = || DiskError::Damaged { path: self.path.clone(), what: "a packed values frame does not unpack" };
-        let source = At { file: &self.file, at: offset, end: offset + bytes };
-        let mut decoder = zstd::stream::read::Decoder::with_buffer(io::BufReader::with_capacity(BUFFER_BYTES, source))
-            .map_err(|e| io_error("unpack", &self.path, e))?
-            .single_frame();
-        match decoder.read_exact(into) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::Other || e.kind() == io::ErrorKind::UnexpectedEof => {
-                return Err(damaged());
+        let mut decoder = self.decoder(g)?;
+        self.read_frame(&mut decoder, into)?;
+        self.end_frame(decoder)
+    }
+
+    /// Unpacks group `g`'s value bytes through `piece`, a buffer of any
+    /// length: fills it from `*filled` on and hands it to `full` each time
+    /// it is full, then fills it again from its start; `*filled` says how
+    /// much of it the group's last bytes take. So a whole material streams
+    /// through one buffer, its pieces cut where the buffer's length says,
+    /// not at group edges. Read errors become `E` through `disk`.
+    pub fn read_group_pieces<E>(
+        &self,
+        g: usize,
+        (piece, filled): (&mut [u8], &mut usize),
+        mut full: impl FnMut(&[u8]) -> Result<(), E>,
+        disk: impl Fn(DiskError) -> E,
+    ) -> Result<(), E> {
+        assert!(*filled < piece.len(), "the piece has room");
+        let mut decoder = self.decoder(g).map_err(&disk)?;
+        let mut left = self.lens[g] as usize;
+        while left > 0 {
+            let take = left.min(piece.len() - *filled);
+            self.read_frame(&mut decoder, &mut piece[*filled..*filled + take]).map_err(&disk)?;
+            (*filled, left) = (*filled + take, left - take);
+            if *filled == piece.len() {
+                full(piece)?;
+                *filled = 0;
             }
-            Err(e) => return Err(io_error("read", &self.path, e)),
         }
-        // Reading on to the frame's end checks its content checksum and
-        // that it holds no more than the group.
+        self.end_frame(decoder).map_err(disk)
+    }
+
+    /// A decoder of group `g`'s frame.
+    fn decoder(&self, g: usize) -> Result<FrameDecoder<'_>, DiskError> {
+        let (offset, bytes) = self.frames[g];
+        let source = At { file: &self.file, at: offset, end: offset + bytes };
+        Ok(zstd::stream::read::Decoder::with_buffer(io::BufReader::with_capacity(BUFFER_BYTES, source))
+            .map_err(|e| io_error("unpack", &self.path, e))?
+            .single_frame())
+    }
+
+    /// Reads the next `into.len()` bytes of a group's frame.
+    fn read_frame(&self, decoder: &mut FrameDecoder<'_>, into: &mut [u8]) -> Result<(), DiskError> {
+        match decoder.read_exact(into) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Other || e.kind() == io::ErrorKind::UnexpectedEof => {
+                Err(self.undecodable())
+            }
+            Err(e) => Err(io_error("read", &self.path, e)),
+        }
+    }
+
+    /// Reads on to the frame's end, once its group's bytes are read: checks
+    /// its content checksum and that it holds no more than the group.
+    fn end_frame(&self, mut decoder: FrameDecoder<'_>) -> Result<(), DiskError> {
         let mut more = [0u8; 1];
         match decoder.read(&mut more) {
             Ok(0) => Ok(()),
-            Ok(_) | Err(_) => Err(damaged()),
+            Ok(_) | Err(_) => Err(self.undecodable()),
         }
     }
+
+    fn undecodable(&self) -> DiskError {
+        DiskError::Damaged { path: self.path.clone(), what: "a packed values frame does not unpack" }
+    }
 }
+
+/// A zstd decoder of one group's frame, read with positioned reads.
+type FrameDecoder<'a> = zstd::stream::read::Decoder<'static, io::BufReader<At<'a>>>;
 
 /// Reads `file` from `at` up to `end` with positioned reads.
 struct At<'a> {
@@ -336,6 +384,46 @@ mod tests {
         }
         drop(writer.finish(&layout).unwrap());
         assert!(matches!(PackedValues::open(&path, &other), Err(DiskError::Damaged { .. })));
+    }
+
+    /// Groups read through a buffer of any length give the pieces of the
+    /// groups' bytes run together, cut at the buffer's length; a damaged
+    /// frame met on the way is an error, whatever the piece.
+    #[test]
+    fn groups_read_in_pieces_run_together() {
+        let dir = tempfile::tempdir().unwrap();
+        let material = Material::new(2, 2);
+        let layout = LaneLayout::new(&MaterialIndex::new(material), 30);
+        let mut writer = PackedWriter::create(dir.path(), material, &layout).unwrap();
+        for g in 0..layout.groups() {
+            writer.put(g, &values_of(&layout, g)).unwrap();
+        }
+        let packed = writer.finish(&layout).unwrap();
+        let all: Vec<u8> = (0..layout.groups()).flat_map(|g| values_of(&layout, g)).collect();
+        let largest = (0..layout.groups()).map(|g| values_of(&layout, g).len()).max().unwrap();
+        for piece_len in [1, 7, 4096, largest, largest + 1, all.len() + 3] {
+            let (mut piece, mut filled) = (vec![0xee; piece_len], 0);
+            let mut got: Vec<Vec<u8>> = Vec::new();
+            for g in 0..layout.groups() {
+                let full = |p: &[u8]| -> Result<(), DiskError> {
+                    got.push(p.to_vec());
+                    Ok(())
+                };
+                packed.read_group_pieces(g, (&mut piece, &mut filled), full, |e| e).unwrap();
+            }
+            got.push(piece[..filled].to_vec());
+            assert!(got[..got.len() - 1].iter().all(|p| p.len() == piece_len), "full pieces, {piece_len} bytes");
+            assert_eq!(got.concat(), all, "{piece_len}-byte pieces");
+        }
+        let path = packed_path(dir.path(), material);
+        let (offset, bytes) = packed.frames[3];
+        let mut raw = std::fs::read(&path).unwrap();
+        raw[(offset + bytes / 2) as usize] ^= 0x10;
+        std::fs::write(&path, &raw).unwrap();
+        let packed = PackedValues::open(&path, &layout).unwrap();
+        let (mut piece, mut filled) = (vec![0; 4096], 0);
+        let read = packed.read_group_pieces(3, (&mut piece, &mut filled), |_| Ok(()), |e| e);
+        assert!(matches!(read, Err(DiskError::Damaged { .. })));
     }
 
     /// Batches packed on the workers read back as the groups put one by

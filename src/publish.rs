@@ -1,0 +1,521 @@
+//! Publishing a solved table: each finished material's values into its
+//! shard in the output directory, raw or compressed, with its statistics.
+//!
+//! Owns which writer a shard gets and how much it holds at once, and the
+//! background writer: while a run with a work directory solves its later
+//! pairs, one thread at idle priority writes the shards of the materials
+//! already finished, so that only the last pair's are left when the solve
+//! ends (at 8 men, 29% of the table's bytes are not 4v4's; at level 3 they
+//! were written 3m47s into 4v4's 17 minutes). Knows nothing of solving
+//! beyond finished materials and the solver's progress reports, nor of the
+//! shards' byte layouts (`store`, `compress`, `format`).
+
+use crate::compress::CompressedShardWriter;
+use crate::format::{BLOCK_BYTES, Content, ShardHeader};
+use crate::index::Material;
+use crate::rules::Rules;
+use crate::shard;
+use crate::solver::{self, FinishedMaterial, Progress, SolveError};
+use crate::store::{self, OutputDir, RawShardWriter, StoreError};
+use crate::table::Stats;
+use std::collections::{BTreeSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::{Scope, ScopedJoinHandle};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum PublishError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Solve(#[from] SolveError),
+    #[error("cannot start the thread that writes shards beside the solve: {0}")]
+    Thread(String),
+    /// The background writer was told to stop before its shard was whole.
+    #[error("the shard writer beside the solve was stopped")]
+    Stopped,
+}
+
+/// How the shards are written: the table's rules and size, and for
+/// compressed shards the zstd level and the context that recomputes values.
+#[derive(Clone, Copy)]
+pub struct ShardSpec<'c> {
+    pub rules: Rules,
+    pub max_per_side: usize,
+    pub compress: Option<(i32, &'c shard::Context)>,
+}
+
+/// Memory the background writer holds while it writes a shard (raw, or
+/// compressed at `compress_level`), which a run that writes in the
+/// background keeps out of its windows (`SolveConfig::reserved_bytes`); None
+/// where that would be too much: shards of higher levels are written after
+/// the solve only. It holds a 4 MiB block of values, the block's stored
+/// bytes (4 MiB at most) and its frame, a decompressor with its 256 KiB
+/// read buffer, the writer's 1 MiB staging buffer, and the zstd
+/// compressor, whose size grows with the level: measured on a 4 MiB block
+/// (zstd 1.5, peak RSS before and after one `zstd::bulk::compress`), 0.3
+/// MiB at level 1, 1.3 at 3, 2.8 at 6, 10.4 at 9, then 40 at 12, 64 at 15,
+/// 49 at 19 (the default).
+pub fn background_writer_bytes(compress_level: Option<i32>) -> Option<u64> {
+    match compress_level {
+        None | Some(..=3) => Some(16 << 20),
+        Some(4..=9) => Some(24 << 20),
+        Some(_) => None,
+    }
+}
+
+/// The smallest budget a run writes shards in the background with, in
+/// units of the writer's memory: below it the writer would take more than
+/// a sixteenth of the budget, and the shards are written after the solve,
+/// as without a work directory.
+pub const BACKGROUND_MIN_BUDGET_SHARES: u64 = 16;
+
+/// Does a run with a work directory and this budget (None: unlimited)
+/// write the shards of `compress_level` (None: raw) in the background,
+/// and with how much memory?
+pub fn writes_in_background(budget_bytes: Option<u64>, compress_level: Option<i32>) -> Option<u64> {
+    let bytes = background_writer_bytes(compress_level)?;
+    budget_bytes.is_none_or(|b| b >= BACKGROUND_MIN_BUDGET_SHARES * bytes).then_some(bytes)
+}
+
+/// Writes `finished`'s shard into `out` on the rayon workers, unpacking
+/// and compressing in parallel; returns its statistics. With
+/// `batch_bytes`, at most that much of unpacked values and as much of
+/// blocks waiting to be compressed; without, the defaults (64 MiB
+/// unpacked, a few blocks per worker).
+pub fn write_shard(
+    finished: &FinishedMaterial,
+    out: &OutputDir,
+    spec: &ShardSpec,
+    batch_bytes: Option<usize>,
+) -> Result<Stats, PublishError> {
+    let batch_blocks = batch_bytes.map(|b| b / BLOCK_BYTES as usize);
+    let mut writer = ShardWriter::create(finished.material(), out, spec, batch_blocks)?;
+    let mut stats = Stats::default();
+    finished.for_each_chunk(batch_bytes.unwrap_or(solver::UNPACK_BATCH_BYTES_DEFAULT), |chunk| {
+        stats = Stats::merge(stats, Stats::of_values(chunk));
+        writer.write_values(chunk)
+    })?;
+    writer.finish()?;
+    Ok(stats)
+}
+
+/// [`write_shard`] a block at a time on the calling thread (the pool it
+/// runs in has one), holding one block of values: the background writer's
+/// way. Stops with [`PublishError::Stopped`] once `stop` is set.
+fn write_shard_by_blocks(
+    finished: &FinishedMaterial,
+    out: &OutputDir,
+    spec: &ShardSpec,
+    stop: &AtomicBool,
+) -> Result<Stats, PublishError> {
+    let mut writer = ShardWriter::create(finished.material(), out, spec, Some(1))?;
+    let mut stats = Stats::default();
+    // Pieces of a block are the shard's blocks: the compressed writer
+    // takes each where it lies, without copying it.
+    finished.for_each_piece(BLOCK_BYTES as usize, |piece| {
+        if stop.load(Ordering::Relaxed) {
+            return Err(PublishError::Stopped);
+        }
+        stats = Stats::merge(stats, Stats::of_values(piece));
+        writer.write_values(piece)
+    })?;
+    writer.finish()?;
+    Ok(stats)
+}
+
+/// [`write_shard_by_blocks`], or None if `stop` was set before the shard
+/// was whole: then it is removed, for the caller to create anew.
+fn write_shard_unless_stopped(
+    finished: &FinishedMaterial,
+    out: &OutputDir,
+    spec: &ShardSpec,
+    stop: &AtomicBool,
+) -> Result<Option<Stats>, PublishError> {
+    match write_shard_by_blocks(finished, out, spec, stop) {
+        Ok(stats) => Ok(Some(stats)),
+        Err(PublishError::Stopped) => {
+            let path = ShardWriter::path(finished.material(), out, spec);
+            std::fs::remove_file(&path).map_err(|cause| StoreError::Io {
+                action: "remove the unfinished shard",
+                path,
+                cause,
+            })?;
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A shard being written.
+enum ShardWriter<'c> {
+    Raw(RawShardWriter),
+    Compressed(CompressedShardWriter<'c>),
+}
+
+impl<'c> ShardWriter<'c> {
+    /// Where `material`'s shard goes in `out`.
+    fn path(material: Material, out: &OutputDir, spec: &ShardSpec) -> PathBuf {
+        match spec.compress {
+            Some(_) => out.path_for(&store::compressed_shard_name(material)),
+            None => out.path_for(&store::shard_name(material)),
+        }
+    }
+
+    /// Creates `material`'s shard in `out`; a compressed one compresses
+    /// `batch_blocks` blocks at a time (at least one; None: its default).
+    fn create(
+        material: Material,
+        out: &OutputDir,
+        spec: &ShardSpec<'c>,
+        batch_blocks: Option<usize>,
+    ) -> Result<ShardWriter<'c>, StoreError> {
+        Ok(match spec.compress {
+            Some((level, context)) => {
+                let path = ShardWriter::path(material, out, spec);
+                let header = ShardHeader::for_material(&spec.rules, spec.max_per_side, material)
+                    .map_err(|cause| StoreError::Format { path: path.clone(), cause })?;
+                // Compressed frames carry their own checksums.
+                let header = ShardHeader { block_crcs: Vec::new(), ..header };
+                let writer = CompressedShardWriter::create(&path, header, context, level, Content::Values)?;
+                ShardWriter::Compressed(match batch_blocks {
+                    Some(blocks) => writer.batch_blocks(blocks),
+                    None => writer,
+                })
+            }
+            None => {
+                let path = ShardWriter::path(material, out, spec);
+                ShardWriter::Raw(RawShardWriter::create(&path, &spec.rules, spec.max_per_side, material)?)
+            }
+        })
+    }
+
+    fn write_values(&mut self, values: &[u8]) -> Result<(), PublishError> {
+        match self {
+            ShardWriter::Raw(w) => w.write_values(values),
+            ShardWriter::Compressed(w) => w.write_values(values),
+        }
+        .map_err(PublishError::from)
+    }
+
+    fn finish(self) -> Result<(), StoreError> {
+        match self {
+            ShardWriter::Raw(w) => w.finish(),
+            ShardWriter::Compressed(w) => w.finish().map(drop),
+        }
+    }
+}
+
+/// Writes shards beside a running solve: the solver's reports say which
+/// materials are finished ([`BackgroundShards::observe`]), and one thread at
+/// idle priority writes their shards in turn. When the solve ends,
+/// [`BackgroundShards::finish`] stops it and says which shards it wrote
+/// whole; the caller writes the others on all workers. A shard it was
+/// still writing is dropped (removed) rather than finished on one thread at
+/// idle priority while the workers wait: at level 3 that is at most a few
+/// seconds of its work, and at 8 men it has long been idle by then. The
+/// last pair's materials are never queued: nothing is left to solve beside
+/// them. Dropped unfinished (the solve failed), it stops the same way.
+pub struct BackgroundShards<'scope> {
+    shared: Arc<Shared>,
+    /// Taken by `finish`.
+    thread: Option<ScopedJoinHandle<'scope, Result<Written, PublishError>>>,
+    /// Pairs the solve has still to finish, once it has said how many.
+    pairs_left: Mutex<Option<usize>>,
+}
+
+/// The shards a background writer wrote whole: each material's statistics.
+type Written = Vec<(Material, Stats)>;
+
+/// What the solve's thread and the writer share.
+#[derive(Default)]
+struct Shared {
+    queue: Mutex<Queue>,
+    wake: Condvar,
+    /// Set when the solve ends (or fails): the writer stops at its next block.
+    stop: AtomicBool,
+}
+
+#[derive(Default)]
+struct Queue {
+    /// Finished materials not taken yet.
+    waiting: VecDeque<Material>,
+    /// Every material ever queued.
+    queued: BTreeSet<Material>,
+    /// No more are taken.
+    closed: bool,
+}
+
+impl<'scope> BackgroundShards<'scope> {
+    /// Starts the writer in `scope`: it writes the shards of materials
+    /// finished in `work_dir` into `out`, and calls `written` after each.
+    /// None if `spec` makes shards whose writer would hold more than
+    /// [`background_writer_bytes`] allows for.
+    pub fn start<'env>(
+        scope: &'scope Scope<'scope, 'env>,
+        work_dir: PathBuf,
+        (out, spec): (&'scope OutputDir, ShardSpec<'scope>),
+        written: &'scope (dyn Fn(Material) + Sync),
+    ) -> Option<BackgroundShards<'scope>> {
+        background_writer_bytes(spec.compress.map(|c| c.0))?;
+        let shared = Arc::new(Shared::default());
+        let theirs = Arc::clone(&shared);
+        let thread = scope.spawn(move || {
+            let shared = theirs;
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .thread_name(|_| "onitb-shards".to_string())
+                .start_handler(|_| lower_priority())
+                .build()
+                .map_err(|e| PublishError::Thread(e.to_string()))?;
+            pool.install(|| {
+                let mut done = Vec::new();
+                while let Some(material) = shared.next() {
+                    let finished = FinishedMaterial::open(&work_dir, material)?;
+                    let Some(stats) = write_shard_unless_stopped(&finished, out, &spec, &shared.stop)? else {
+                        break;
+                    };
+                    done.push((material, stats));
+                    written(material);
+                }
+                Ok(done)
+            })
+        });
+        Some(BackgroundShards { shared, thread: Some(thread), pairs_left: Mutex::new(None) })
+    }
+
+    /// Takes note of a solver report: materials of a pair finished (or
+    /// resumed) while pairs are left to solve are queued for writing.
+    pub fn observe(&self, progress: &Progress) {
+        let mut pairs_left = self.pairs_left.lock().expect("not poisoned");
+        let materials = match progress {
+            Progress::RunStarted { pairs } => {
+                *pairs_left = Some(pairs.len());
+                return;
+            }
+            Progress::MaterialResumed { materials } => materials,
+            Progress::MaterialDone { materials } => {
+                *pairs_left = pairs_left.map(|n| n.saturating_sub(1));
+                materials
+            }
+            _ => return,
+        };
+        if pairs_left.is_some_and(|n| n > 0) {
+            let mut queue = self.shared.queue.lock().expect("not poisoned");
+            for &m in materials {
+                // A material that is its own mirror is named twice.
+                if queue.queued.insert(m) {
+                    queue.waiting.push_back(m);
+                }
+            }
+            self.shared.wake.notify_one();
+        }
+    }
+
+    /// Stops the writer (the solve is over) and waits for it; the shards
+    /// it wrote whole, with their statistics. Every other material's shard
+    /// is the caller's to write.
+    pub fn finish(mut self) -> Result<Written, PublishError> {
+        self.stop();
+        let thread = self.thread.take().expect("finished once");
+        thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+
+    fn stop(&self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        let mut queue = self.shared.queue.lock().expect("not poisoned");
+        queue.closed = true;
+        self.shared.wake.notify_one();
+    }
+}
+
+impl Drop for BackgroundShards<'_> {
+    fn drop(&mut self) {
+        // Not finished: the solve failed, and the run ends without a table.
+        if self.thread.is_some() {
+            self.stop();
+        }
+    }
+}
+
+impl Shared {
+    /// The next material to write, waiting for one; None once closed.
+    fn next(&self) -> Option<Material> {
+        let mut queue = self.queue.lock().expect("not poisoned");
+        loop {
+            if queue.closed {
+                return None;
+            }
+            if let Some(m) = queue.waiting.pop_front() {
+                return Some(m);
+            }
+            queue = self.wake.wait(queue).expect("not poisoned");
+        }
+    }
+}
+
+/// Puts the calling thread at idle priority (`SCHED_IDLE`: it runs only on
+/// a core no other thread wants), or at nice 19 where that is refused.
+/// Best effort: a writer at normal priority only takes more of the cores.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: both calls change the scheduling of the calling thread only
+    // (id 0; Linux schedules threads, not processes) and read nothing but
+    // the parameter block, which lives through the call.
+    unsafe {
+        let param = libc::sched_param { sched_priority: 0 };
+        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+            libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::{CardSet, NoMoveRule};
+    use crate::solver::{PairPlan, SolveConfig};
+    use crate::table::Table;
+    use std::collections::BTreeMap;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+            .collect();
+        files.sort();
+        files
+    }
+
+    /// A 2-men table solved with a work directory (the packed values the
+    /// writer reads), the same table saved in one go, and an output
+    /// directory to fill.
+    fn solved_and_saved(tmp: &std::path::Path) -> (solver::Solved, Table, OutputDir) {
+        let rules = Rules { cards: CardSet::default_set(), no_move: NoMoveRule::Pass };
+        let config = SolveConfig { work_dir: Some(tmp.join("work")), ..SolveConfig::default() };
+        let solved = solver::solve_with(&rules, 2, &config, &|_| {}).unwrap();
+        let table = Table::generate(&rules, 2).unwrap();
+        store::save(&table, &tmp.join("saved")).unwrap();
+        (solved, table, OutputDir::prepare(&tmp.join("out")).unwrap())
+    }
+
+    /// The solver's reports for 2 men: the pairs planned, then each done.
+    fn reports() -> Vec<Progress> {
+        let pairs = [Material::new(1, 1), Material::new(1, 2), Material::new(2, 2)];
+        let plan = |m: Material| PairPlan { materials: [m, m.flipped()], layouts: 0, streamed: false };
+        let done = pairs.iter().map(|&m| Progress::MaterialDone { materials: [m, m.flipped()] });
+        std::iter::once(Progress::RunStarted { pairs: pairs.iter().map(|&m| plan(m)).collect() }).chain(done).collect()
+    }
+
+    /// Shards written beside the solve (the materials of every pair but the
+    /// last, as the solver reports them finished) and after it (the last
+    /// pair's) are those of a table saved in one go, with its statistics.
+    #[test]
+    fn shards_written_beside_the_solve_are_the_saved_tables() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (solved, table, out) = solved_and_saved(tmp.path());
+        let spec = ShardSpec { rules: solved.rules, max_per_side: 2, compress: None };
+        let (sender, written) = mpsc::channel();
+        let on_written = move |m: Material| sender.send(m).unwrap();
+        let mut stats: BTreeMap<Material, Stats> = std::thread::scope(|scope| {
+            let work = tmp.path().join("work");
+            let writer = BackgroundShards::start(scope, work, (&out, spec), &on_written).unwrap();
+            for report in reports() {
+                writer.observe(&report);
+                // Each pair's shards written before the next pair ends.
+                if let Progress::MaterialDone { materials } = report
+                    && materials[0] != Material::new(2, 2)
+                {
+                    for _ in 0..if materials[0] == materials[1] { 1 } else { 2 } {
+                        written.recv_timeout(Duration::from_secs(60)).expect("written beside the solve");
+                    }
+                }
+            }
+            let mut stats: BTreeMap<Material, Stats> = writer.finish().unwrap().into_iter().collect();
+            let beside = [Material::new(1, 1), Material::new(1, 2), Material::new(2, 1)];
+            assert_eq!(stats.keys().copied().collect::<Vec<_>>(), beside, "all but the last pair's");
+            let rest: Vec<&FinishedMaterial> =
+                solved.materials.iter().filter(|f| !stats.contains_key(&f.material())).collect();
+            for finished in rest {
+                stats.insert(finished.material(), write_shard(finished, &out, &spec, Some(8 << 20)).unwrap());
+            }
+            stats
+        });
+        out.finish().unwrap();
+        assert_eq!(files(&tmp.path().join("out")), files(&tmp.path().join("saved")));
+        for solved in table.materials() {
+            let stats = stats.remove(&solved.index.material).expect("every material's statistics");
+            assert_eq!(stats, Stats::of_values(&solved.values), "{}", solved.index.material);
+        }
+        assert!(stats.is_empty());
+    }
+
+    /// However far the writer got when the solve ends (a shard not taken,
+    /// stopped and removed, or whole), exactly the shards it reports whole
+    /// are there, and the caller can write the others.
+    #[test]
+    fn a_writer_stopped_at_any_point_leaves_whole_shards_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (solved, _, out) = solved_and_saved(tmp.path());
+        let spec = ShardSpec { rules: solved.rules, max_per_side: 2, compress: None };
+        for wait_micros in [0, 50, 200, 1000, 5000] {
+            for finished in &solved.materials {
+                let _ = std::fs::remove_file(ShardWriter::path(finished.material(), &out, &spec));
+            }
+            std::thread::scope(|scope| {
+                let work = tmp.path().join("work");
+                let writer = BackgroundShards::start(scope, work, (&out, spec), &|_| {}).unwrap();
+                for report in reports().iter().take(3) {
+                    writer.observe(report);
+                }
+                std::thread::sleep(Duration::from_micros(wait_micros));
+                let whole: BTreeSet<Material> = writer.finish().unwrap().into_iter().map(|(m, _)| m).collect();
+                for finished in &solved.materials {
+                    let m = finished.material();
+                    let path = ShardWriter::path(m, &out, &spec);
+                    assert_eq!(path.exists(), whole.contains(&m), "{m} after {wait_micros} µs");
+                    if !whole.contains(&m) {
+                        write_shard(finished, &out, &spec, None).unwrap();
+                    }
+                }
+            });
+        }
+    }
+
+    /// A shard stopped before it is whole is removed, and can be written
+    /// anew; one not stopped is written whole.
+    #[test]
+    fn a_stopped_shard_is_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (solved, _, out) = solved_and_saved(tmp.path());
+        let spec = ShardSpec { rules: solved.rules, max_per_side: 2, compress: None };
+        let finished = &solved.materials[0];
+        let path = ShardWriter::path(finished.material(), &out, &spec);
+        let stopped = write_shard_unless_stopped(finished, &out, &spec, &AtomicBool::new(true)).unwrap();
+        assert!(stopped.is_none() && !path.exists());
+        let whole = write_shard_unless_stopped(finished, &out, &spec, &AtomicBool::new(false)).unwrap();
+        assert!(whole.is_some() && path.exists());
+    }
+
+    /// A writer dropped unfinished (the solve failed) stops, and the scope
+    /// that ran it ends.
+    #[test]
+    fn a_writer_dropped_unfinished_stops() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (solved, _, out) = solved_and_saved(tmp.path());
+        let spec = ShardSpec { rules: solved.rules, max_per_side: 2, compress: None };
+        std::thread::scope(|scope| {
+            let writer = BackgroundShards::start(scope, tmp.path().join("work"), (&out, spec), &|_| {}).unwrap();
+            let m = Material::new(2, 2);
+            let plan = PairPlan { materials: [m, m], layouts: 0, streamed: false };
+            writer.observe(&Progress::RunStarted { pairs: vec![plan, plan] });
+            writer.observe(&Progress::MaterialResumed { materials: [m, m] });
+            drop(writer);
+        });
+    }
+}
