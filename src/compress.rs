@@ -33,6 +33,7 @@ use crate::store::{OutputDir, StoreError, check_room, compressed_shard_name};
 use crate::value::{DRAW, NO_VALUE};
 
 use rayon::prelude::*;
+use std::cell::RefCell;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -354,9 +355,25 @@ pub fn wdl_byte(value: u8) -> u8 {
     }
 }
 
+thread_local! {
+    /// This thread's zstd compressor and its level, kept from frame to
+    /// frame. `zstd::bulk::compress` makes one per call, and at level 3 its
+    /// 1.3 MB of tables were fresh memory for every 4 MiB block
+    /// (docs/BENCHMARKS.md, session 56). The frames are the same bytes: a
+    /// kept context starts every frame afresh with the same parameters.
+    static COMPRESSOR: RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> = const { RefCell::new(None) };
+}
+
 /// One zstd frame and its seek-table entry (offset filled in by the writer).
 pub fn compress_frame(stored: &[u8], level: i32) -> Result<(Vec<u8>, Frame), FormatError> {
-    let frame = zstd::bulk::compress(stored, level).map_err(|e| FormatError::Unrepresentable(e.to_string()))?;
+    let frame = COMPRESSOR
+        .with_borrow_mut(|kept| {
+            if kept.as_ref().is_none_or(|(at, _)| *at != level) {
+                *kept = Some((level, zstd::bulk::Compressor::new(level)?));
+            }
+            kept.as_mut().expect("made above").1.compress(stored)
+        })
+        .map_err(|e| FormatError::Unrepresentable(e.to_string()))?;
     let entry = Frame {
         offset: 0,
         len: u32::try_from(frame.len()).map_err(|_| FormatError::Unrepresentable("frame too long".into()))?,
