@@ -14,7 +14,8 @@
 //! raw next to its planes and log, on a disk with about 55 GB free. Value
 //! bytes pack about 4 to 5 times at level 1. Frames per group let finishing
 //! put groups in the order the steps visit them, and let captured values be
-//! unpacked a group at a time, in parallel.
+//! unpacked a group at a time, in parallel, or streamed through a buffer of
+//! any size (the shard writer beside the solve, a block at a time).
 //!
 //! The file is written as `<material>.packed.partial` (with O_DIRECT,
 //! through `disk::Appender`), synced and renamed into place, so a
