@@ -12,7 +12,7 @@ use onitb::format::Content;
 use onitb::index::Material;
 use onitb::notation::{self, Colour, Setup};
 use onitb::probe::MoveValue;
-use onitb::publish::{self, BackgroundShards, ShardSpec};
+use onitb::publish::{self, BackgroundShards, Beside, ShardSpec};
 use onitb::rules::{CardSet, MAX_PIECES_PER_SIDE, NoMoveRule, Outcome, Rules};
 use onitb::shard::{self, TableFiles};
 use onitb::solver::{self, IoTotals, PairPlan, Progress, SolveConfig, StepTimes};
@@ -463,7 +463,12 @@ fn generate(args: GenerateArgs) -> Result<()> {
     };
     let context = args.compress.map(|_| shard::Context::new(rules, max_per_side));
     let spec = ShardSpec { rules, max_per_side, compress: args.compress.zip(context.as_ref()) };
-    let shard_written = |material: Material| reporter.line(format_args!("{material}: shard written beside the solve"));
+    let shard_written = |beside: Beside| match beside {
+        Beside::Written(material) => reporter.line(format_args!("{material}: shard written beside the solve")),
+        Beside::Failed(material, error) => reporter.warning(format_args!(
+            "{material}: shard not written beside the solve ({error}); it and the rest are written after the solve"
+        )),
+    };
     let (solved, per) = std::thread::scope(|scope| -> Result<_> {
         let writer =
             background.and_then(|(work, _)| BackgroundShards::start(scope, work.clone(), (&out, spec), &shard_written));
@@ -595,6 +600,11 @@ impl Reporter {
         if !self.quiet {
             let _ = writeln!(io::stderr(), "[{:>9}] {text}", elapsed(self.start.elapsed()));
         }
+    }
+
+    /// A line that `--quiet` keeps: something went wrong, and the run goes on.
+    fn warning(&self, text: std::fmt::Arguments) {
+        let _ = writeln!(io::stderr(), "[{:>9}] warning: {text}", elapsed(self.start.elapsed()));
     }
 
     /// The work-file I/O and rates since the last line, and the ETA, as

@@ -104,7 +104,10 @@ pub fn write_shard(
 
 /// [`write_shard`] a block at a time on the calling thread (the pool it
 /// runs in has one), holding one block of values: the background writer's
-/// way. Stops with [`PublishError::Stopped`] once `stop` is set.
+/// way. Stops with [`PublishError::Stopped`] once `stop` is set. A shard
+/// it created but did not finish (stopped, or an error) is removed, for
+/// the caller to create anew; one it could not create is left alone (it
+/// may be someone else's).
 fn write_shard_by_blocks(
     finished: &FinishedMaterial,
     out: &OutputDir,
@@ -115,19 +118,29 @@ fn write_shard_by_blocks(
     let mut stats = Stats::default();
     // Pieces of a block are the shard's blocks: the compressed writer
     // takes each where it lies, without copying it.
-    finished.for_each_piece(BLOCK_BYTES as usize, |piece| {
+    let written = finished.for_each_piece(BLOCK_BYTES as usize, |piece| {
         if stop.load(Ordering::Relaxed) {
             return Err(PublishError::Stopped);
         }
         stats = Stats::merge(stats, Stats::of_values(piece));
         writer.write_values(piece)
-    })?;
-    writer.finish()?;
-    Ok(stats)
+    });
+    match written.and_then(|()| writer.finish().map_err(PublishError::from)) {
+        Ok(()) => Ok(stats),
+        Err(e) => {
+            let path = ShardWriter::path(finished.material(), out, spec);
+            match std::fs::remove_file(&path) {
+                Ok(()) => Err(e),
+                Err(cause) if cause.kind() == std::io::ErrorKind::NotFound => Err(e),
+                // The caller could not create it anew: that is the error.
+                Err(cause) => Err(StoreError::Io { action: "remove the unfinished shard", path, cause }.into()),
+            }
+        }
+    }
 }
 
 /// [`write_shard_by_blocks`], or None if `stop` was set before the shard
-/// was whole: then it is removed, for the caller to create anew.
+/// was whole (and it was removed).
 fn write_shard_unless_stopped(
     finished: &FinishedMaterial,
     out: &OutputDir,
@@ -136,15 +149,7 @@ fn write_shard_unless_stopped(
 ) -> Result<Option<Stats>, PublishError> {
     match write_shard_by_blocks(finished, out, spec, stop) {
         Ok(stats) => Ok(Some(stats)),
-        Err(PublishError::Stopped) => {
-            let path = ShardWriter::path(finished.material(), out, spec);
-            std::fs::remove_file(&path).map_err(|cause| StoreError::Io {
-                action: "remove the unfinished shard",
-                path,
-                cause,
-            })?;
-            Ok(None)
-        }
+        Err(PublishError::Stopped) => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -212,7 +217,11 @@ impl<'c> ShardWriter<'c> {
 /// materials are finished ([`BackgroundShards::observe`]), and one thread at
 /// idle priority writes their shards in turn. When the solve ends,
 /// [`BackgroundShards::finish`] stops it and says which shards it wrote
-/// whole; the caller writes the others on all workers. A shard it was
+/// whole; the caller writes the others on all workers. An error does not
+/// end the run: the writer reports it at once ([`Beside::Failed`]) and
+/// stops, leaving that shard and the rest to the caller, which meets the
+/// error again after the solve if it lasts (a full disk stops the solve
+/// itself first). A shard it was
 /// still writing is dropped (removed) rather than finished on one thread at
 /// idle priority while the workers wait: at level 3 that is at most a few
 /// seconds of its work, and at 8 men it has long been idle by then. The
@@ -228,6 +237,15 @@ pub struct BackgroundShards<'scope> {
 
 /// The shards a background writer wrote whole: each material's statistics.
 type Written = Vec<(Material, Stats)>;
+
+/// What the background writer reports as it goes.
+pub enum Beside<'a> {
+    /// A material's shard is whole.
+    Written(Material),
+    /// A material's shard could not be written (nothing of it is left in
+    /// the output): the writer has stopped.
+    Failed(Material, &'a PublishError),
+}
 
 /// What the solve's thread and the writer share.
 #[derive(Default)]
@@ -250,14 +268,14 @@ struct Queue {
 
 impl<'scope> BackgroundShards<'scope> {
     /// Starts the writer in `scope`: it writes the shards of materials
-    /// finished in `work_dir` into `out`, and calls `written` after each.
+    /// finished in `work_dir` into `out`, and calls `report` after each.
     /// None if `spec` makes shards whose writer would hold more than
     /// [`background_writer_bytes`] allows for.
     pub fn start<'env>(
         scope: &'scope Scope<'scope, 'env>,
         work_dir: PathBuf,
         (out, spec): (&'scope OutputDir, ShardSpec<'scope>),
-        written: &'scope (dyn Fn(Material) + Sync),
+        report: &'scope (dyn Fn(Beside) + Sync),
     ) -> Option<BackgroundShards<'scope>> {
         background_writer_bytes(spec.compress.map(|c| c.0))?;
         let shared = Arc::new(Shared::default());
@@ -273,12 +291,20 @@ impl<'scope> BackgroundShards<'scope> {
             pool.install(|| {
                 let mut done = Vec::new();
                 while let Some(material) = shared.next() {
-                    let finished = FinishedMaterial::open(&work_dir, material)?;
-                    let Some(stats) = write_shard_unless_stopped(&finished, out, &spec, &shared.stop)? else {
-                        break;
-                    };
-                    done.push((material, stats));
-                    written(material);
+                    let written = FinishedMaterial::open(&work_dir, material)
+                        .map_err(PublishError::from)
+                        .and_then(|finished| write_shard_unless_stopped(&finished, out, &spec, &shared.stop));
+                    match written {
+                        Ok(Some(stats)) => {
+                            done.push((material, stats));
+                            report(Beside::Written(material));
+                        }
+                        Ok(None) => break,
+                        Err(e) => {
+                            report(Beside::Failed(material, &e));
+                            break;
+                        }
+                    }
                 }
                 Ok(done)
             })
@@ -316,7 +342,8 @@ impl<'scope> BackgroundShards<'scope> {
 
     /// Stops the writer (the solve is over) and waits for it; the shards
     /// it wrote whole, with their statistics. Every other material's shard
-    /// is the caller's to write.
+    /// is the caller's to write. Fails only if the writer's thread could
+    /// not start.
     pub fn finish(mut self) -> Result<Written, PublishError> {
         self.stop();
         let thread = self.thread.take().expect("finished once");
@@ -421,7 +448,10 @@ mod tests {
         let (solved, table, out) = solved_and_saved(tmp.path());
         let spec = ShardSpec { rules: solved.rules, max_per_side: 2, compress: None };
         let (sender, written) = mpsc::channel();
-        let on_written = move |m: Material| sender.send(m).unwrap();
+        let on_written = move |beside: Beside| match beside {
+            Beside::Written(m) => sender.send(m).unwrap(),
+            Beside::Failed(m, e) => panic!("{m}: {e}"),
+        };
         let mut stats: BTreeMap<Material, Stats> = std::thread::scope(|scope| {
             let work = tmp.path().join("work");
             let writer = BackgroundShards::start(scope, work, (&out, spec), &on_written).unwrap();
@@ -500,6 +530,66 @@ mod tests {
         assert!(stopped.is_none() && !path.exists());
         let whole = write_shard_unless_stopped(finished, &out, &spec, &AtomicBool::new(false)).unwrap();
         assert!(whole.is_some() && path.exists());
+    }
+
+    /// Starts a writer, tells it the 2-men pairs but the last are done,
+    /// and finishes it once it has reported something: what it reported
+    /// (the material and whether it was written) and what it wrote whole.
+    fn first_report(tmp: &std::path::Path, out: &OutputDir, spec: ShardSpec) -> ((Material, bool), Written) {
+        let (sender, reported) = mpsc::channel();
+        let on_report = move |beside: Beside| {
+            let _ = sender.send(match beside {
+                Beside::Written(m) => (m, true),
+                Beside::Failed(m, _) => (m, false),
+            });
+        };
+        std::thread::scope(|scope| {
+            let writer = BackgroundShards::start(scope, tmp.join("work"), (out, spec), &on_report).unwrap();
+            for report in reports().iter().take(3) {
+                writer.observe(report);
+            }
+            let first = reported.recv_timeout(Duration::from_secs(60)).expect("a report");
+            (first, writer.finish().expect("a failed shard is reported, not returned"))
+        })
+    }
+
+    /// A shard the writer cannot create (here a file of that name is
+    /// there already) is reported as failed and left as it was; the writer
+    /// stops, and the run goes on.
+    #[test]
+    fn a_shard_that_cannot_be_created_is_reported_and_left_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (solved, _, out) = solved_and_saved(tmp.path());
+        let spec = ShardSpec { rules: solved.rules, max_per_side: 2, compress: None };
+        let first = Material::new(1, 1);
+        let theirs = ShardWriter::path(first, &out, &spec);
+        std::fs::write(&theirs, b"not ours").unwrap();
+        let (reported, whole) = first_report(tmp.path(), &out, spec);
+        assert_eq!(reported, (first, false));
+        assert!(whole.is_empty(), "the writer stops at its first failure");
+        assert_eq!(std::fs::read(&theirs).unwrap(), b"not ours");
+    }
+
+    /// A shard whose values turn out damaged half-way is reported as
+    /// failed and removed, and nothing else is written beside the solve.
+    #[test]
+    fn a_shard_that_fails_half_way_is_reported_and_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (solved, _, out) = solved_and_saved(tmp.path());
+        let spec = ShardSpec { rules: solved.rules, max_per_side: 2, compress: None };
+        let first = Material::new(1, 1);
+        // The first group's frame, whose content checksum is checked as
+        // it is read (the frame table, checked on opening, is intact).
+        let packed = tmp.path().join("work").join(format!("{first}.packed"));
+        let mut bytes = std::fs::read(&packed).unwrap();
+        bytes[4..12].iter_mut().for_each(|b| *b ^= 0x5a);
+        std::fs::write(&packed, bytes).unwrap();
+        let (reported, whole) = first_report(tmp.path(), &out, spec);
+        assert_eq!(reported, (first, false));
+        assert!(whole.is_empty());
+        for finished in &solved.materials {
+            assert!(!ShardWriter::path(finished.material(), &out, &spec).exists(), "{}", finished.material());
+        }
     }
 
     /// A writer dropped unfinished (the solve failed) stops, and the scope
