@@ -342,6 +342,19 @@ mod tests {
         (0..len).map(|i| ((i * 31 + g * 7) % 200 / 50) as u8).collect()
     }
 
+    /// 2v2's layout and its packed values in `dir`, each group's
+    /// [`values_of`] put in group order.
+    fn packed_2v2(dir: &Path) -> (LaneLayout, PackedValues) {
+        let material = Material::new(2, 2);
+        let layout = LaneLayout::new(&MaterialIndex::new(material), 30);
+        let mut writer = PackedWriter::create(dir, material, &layout).unwrap();
+        for g in 0..layout.groups() {
+            writer.put(g, &values_of(&layout, g)).unwrap();
+        }
+        let packed = writer.finish(&layout).unwrap();
+        (layout, packed)
+    }
+
     #[test]
     fn groups_put_in_any_order_read_back_and_damage_is_refused() {
         let dir = tempfile::tempdir().unwrap();
@@ -379,11 +392,7 @@ mod tests {
         std::fs::write(&path, b"not a packed file at all, but long enough to have a trailer").unwrap();
         assert!(matches!(PackedValues::open(&path, &layout), Err(DiskError::Damaged { .. })));
         let other = LaneLayout::new(&MaterialIndex::new(Material::new(1, 2)), 30);
-        let mut writer = PackedWriter::create(dir.path(), material, &layout).unwrap();
-        for g in 0..layout.groups() {
-            writer.put(g, &values_of(&layout, g)).unwrap();
-        }
-        drop(writer.finish(&layout).unwrap());
+        drop(packed_2v2(dir.path()));
         assert!(matches!(PackedValues::open(&path, &other), Err(DiskError::Damaged { .. })));
     }
 
@@ -393,13 +402,7 @@ mod tests {
     #[test]
     fn groups_read_in_pieces_run_together() {
         let dir = tempfile::tempdir().unwrap();
-        let material = Material::new(2, 2);
-        let layout = LaneLayout::new(&MaterialIndex::new(material), 30);
-        let mut writer = PackedWriter::create(dir.path(), material, &layout).unwrap();
-        for g in 0..layout.groups() {
-            writer.put(g, &values_of(&layout, g)).unwrap();
-        }
-        let packed = writer.finish(&layout).unwrap();
+        let (layout, packed) = packed_2v2(dir.path());
         let all: Vec<u8> = (0..layout.groups()).flat_map(|g| values_of(&layout, g)).collect();
         let largest = (0..layout.groups()).map(|g| values_of(&layout, g).len()).max().unwrap();
         for piece_len in [1, 7, 4096, largest, largest + 1, all.len() + 3] {
@@ -416,7 +419,7 @@ mod tests {
             assert!(got[..got.len() - 1].iter().all(|p| p.len() == piece_len), "full pieces, {piece_len} bytes");
             assert_eq!(got.concat(), all, "{piece_len}-byte pieces");
         }
-        let path = packed_path(dir.path(), material);
+        let path = packed_path(dir.path(), Material::new(2, 2));
         let (offset, bytes) = packed.frames[3];
         let mut raw = std::fs::read(&path).unwrap();
         raw[(offset + bytes / 2) as usize] ^= 0x10;
