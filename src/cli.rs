@@ -473,6 +473,9 @@ fn generate(args: GenerateArgs) -> Result<()> {
         let writer =
             background.and_then(|(work, _)| BackgroundShards::start(scope, work.clone(), (&out, spec), &shard_written));
         let solved = solver::solve_with(&rules, max_per_side, &config, &|p| {
+            if let (Progress::RunStarted { pairs }, Some(work)) = (&p, &args.work) {
+                report_work_disk(&reporter, work, pairs);
+            }
             if let Some(writer) = &writer {
                 writer.observe(&p);
             }
@@ -513,6 +516,24 @@ fn generate(args: GenerateArgs) -> Result<()> {
         println!("summary: solved in memory; peak memory {peak}");
     }
     print_stats(&rules, max_per_side, total, per, false)
+}
+
+/// Says before the solve what its work directory is estimated to need at
+/// the peak, and warns if the disk has less: a run that would fill it
+/// hours in can be moved now.
+fn report_work_disk(reporter: &Reporter, work: &Path, pairs: &[PairPlan]) {
+    let Some(outlook) = solver::work_disk_outlook(work, pairs) else { return };
+    let (needed, available) = (format_size(outlook.needed_bytes), format_size(outlook.available_bytes));
+    if outlook.available_bytes < outlook.needed_bytes {
+        reporter.warning(format_args!(
+            "the work directory may need about {needed} of disk at its peak (an estimate), and it has {available}; \
+             if the disk fills, the run stops at its last checkpoint, to be resumed with --resume once there is room"
+        ));
+    } else {
+        reporter.line(format_args!(
+            "work directory: about {needed} of disk at the peak (an estimate), {available} available"
+        ));
+    }
 }
 
 /// Peak resident memory of this process (VmHWM), where Linux reports it.

@@ -108,6 +108,9 @@ fn verbose_prints_every_step() {
     assert!(streamed.contains("streamed"), "{progress}");
     let step = streamed.lines().find(|l| l.contains("depth 2 plies,")).unwrap();
     assert!(step.contains("computing") && step.contains("work files: read"), "{step}");
+    // Before the solve, what the streamed pair's work files will need.
+    let disk = progress.lines().find(|l| l.contains("of disk at the peak (an estimate)")).expect(&progress);
+    assert!(disk.contains("work directory: about ") && disk.contains(" available"), "{disk}");
     fails(cwd, &["generate", "--men", "4", "--out", "both", "--quiet", "--verbose"], "--quiet");
 }
 

@@ -169,6 +169,25 @@ pub fn map_io_error(source: io::Error, path: &Path, op: &'static str) -> IoError
     }
 }
 
+/// Bytes an unprivileged process may still write on the filesystem
+/// holding `path` (`statvfs`: free blocks for users times the fragment
+/// size), or None where the system does not say.
+pub fn available_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut stats = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `c_path` is a NUL-terminated string that lives through the
+    // call, and `statvfs` writes only the struct it is given, which is
+    // read only after it returned success.
+    let stats = unsafe {
+        if libc::statvfs(c_path.as_ptr(), stats.as_mut_ptr()) != 0 {
+            return None;
+        }
+        stats.assume_init()
+    };
+    Some((stats.f_bavail as u64).saturating_mul(stats.f_frsize as u64))
+}
+
 struct OpenedFile {
     file: File,
     path: PathBuf,

@@ -53,6 +53,7 @@ mod sparse;
 mod unpacked_groups;
 mod window;
 mod work_files;
+pub use work_files::{WORK_DISK_BYTES_PER_LAYOUT, WorkDiskOutlook, work_disk_outlook};
 
 use crate::blockio::{IoBackendKind, IoChoice};
 use crate::index::{Material, MaterialIndex};

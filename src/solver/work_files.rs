@@ -23,6 +23,7 @@
 //! the planes and the log (`packed_values`). Knows nothing of moves or
 //! steps.
 
+use super::PairPlan;
 use super::capture_schedule::{self, CaptureSchedule};
 use super::decision_log::{DecisionLog, LogMark};
 use super::disk::{DiskError, DiskIo, LaneFile, Punched, slot_path};
@@ -53,6 +54,47 @@ const DENSE_SLOT_BITS: u8 = 0b1111;
 fn plane_bit(lane: Lane) -> u8 {
     let i = STORED_PLANES.iter().position(|&l| l == lane).expect("a plane lane");
     1 << i
+}
+
+/// Peak work-directory disk per layout of a run's largest streamed pair:
+/// an estimate, to tell a user before a long run whether its disk will do.
+/// Measured peaks (everything the directory held at once: both slots of
+/// the planes, the decision log, the capture schedule, the finished
+/// materials' packed values) were 30.3-32.0 bytes per layout at 8 men under
+/// 1 GiB (4v4's 1,211,364,000 layouts, 36.7-38.8 GB, sessions 54-57) and
+/// 23.9 at 6 men under 32 MiB (3v3's 31,878,000 layouts, 0.762 GB,
+/// `scripts/work-disk.sh 6 32MiB`, session 57; docs/BENCHMARKS.md); the
+/// higher figure, rounded up, so the estimate errs on the side of too much.
+pub const WORK_DISK_BYTES_PER_LAYOUT: u64 = 33;
+
+/// A run's work-directory disk, before it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkDiskOutlook {
+    /// The estimated peak ([`WORK_DISK_BYTES_PER_LAYOUT`]).
+    pub needed_bytes: u64,
+    /// Free on the disk, plus what the directory holds already (a
+    /// resumed run's files are part of its peak).
+    pub available_bytes: u64,
+}
+
+/// The outlook of a run planning `pairs` in `dir`; None if no pair is
+/// streamed (resident pairs leave only packed values there) or the system
+/// does not say what is free.
+pub fn work_disk_outlook(dir: &Path, pairs: &[PairPlan]) -> Option<WorkDiskOutlook> {
+    let largest = pairs.iter().filter(|p| p.streamed).map(|p| p.layouts).max()?;
+    let free = crate::blockio::available_bytes(dir)?;
+    Some(WorkDiskOutlook {
+        needed_bytes: largest.saturating_mul(WORK_DISK_BYTES_PER_LAYOUT),
+        available_bytes: free.saturating_add(directory_bytes(dir)),
+    })
+}
+
+/// Disk the files directly in `dir` take (allocated blocks: a sparse
+/// file counts what it holds); 0 for what cannot be read.
+fn directory_bytes(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries.filter_map(|e| e.ok()?.metadata().ok()).filter(|m| m.is_file()).map(|m| m.blocks() * 512).sum()
 }
 
 /// The files of one material being solved streamed.
@@ -348,6 +390,28 @@ mod tests {
     use crate::blockio::IoChoice;
     use crate::index::MaterialIndex;
     use crate::solver::lanes::SEGMENT_ALIGN_BYTES;
+
+    /// The estimate follows the largest streamed pair; what is available
+    /// counts the directory's own files; no streamed pair, no outlook.
+    #[test]
+    fn work_disk_outlook_is_the_largest_streamed_pair_against_the_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = |layouts: u64, streamed: bool| PairPlan {
+            materials: [Material::new(1, 1), Material::new(1, 1)],
+            layouts,
+            streamed,
+        };
+        assert_eq!(work_disk_outlook(dir.path(), &[plan(1 << 40, false)]), None, "resident only");
+        let pairs = [plan(1000, true), plan(1 << 40, false), plan(5000, true), plan(3000, true)];
+        let outlook = work_disk_outlook(dir.path(), &pairs).expect("Linux says what is free");
+        assert_eq!(outlook.needed_bytes, 5000 * WORK_DISK_BYTES_PER_LAYOUT);
+        let planes = dir.path().join("planes");
+        std::fs::write(&planes, vec![1u8; 1 << 20]).unwrap();
+        assert_eq!(directory_bytes(dir.path()), allocated_bytes(&planes));
+        assert!(allocated_bytes(&planes) >= 1 << 20);
+        let outlook = work_disk_outlook(dir.path(), &pairs).unwrap();
+        assert!(outlook.available_bytes >= 1 << 20, "the directory's files count");
+    }
 
     /// A material's files, created in a directory of their own, with the
     /// plane layout and a small pread `DiskIo`.
