@@ -1,5 +1,6 @@
 //! The work files of one streamed material, and which file holds each
-//! group's current segment of each plane lane.
+//! group's current segment of each plane lane; and, before a run, the
+//! estimate of the disk its work directory will need ([`work_disk_outlook`]).
 //!
 //! Owns the two-slot scheme that makes a checkpoint after any step cheap and
 //! safe: every plane lane has two files (slots 0 and 1). A checkpoint
