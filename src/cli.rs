@@ -708,6 +708,15 @@ impl Reporter {
                     *last = (Instant::now(), io);
                 }
             }
+            Progress::Finishing { material, done, batches, io } => {
+                // After a big streamed pair's last step, minutes of it.
+                let mut last = self.last_io.lock().unwrap_or_else(|e| e.into_inner());
+                if done < batches && last.0.elapsed() >= PROGRESS_EVERY {
+                    let tail = self.io_and_eta(&last, io);
+                    self.line(format_args!("  finishing {material}: batch {done}/{batches}{tail}"));
+                    *last = (Instant::now(), io);
+                }
+            }
             Progress::MaterialDone { materials } => {
                 self.eta().pair_done();
                 let depth = self.depth.load(Ordering::Relaxed);

@@ -128,6 +128,24 @@ fn the_announced_plan_is_what_the_solver_does() {
         }
     }
     assert!(computing > Duration::ZERO, "streamed steps report their kernels' time");
+    // Each streamed material's finishing reports its batches, 1 to all of
+    // them in turn, before its pair is done; resident ones report none.
+    let streamed_materials: Vec<_> = plan.iter().filter(|p| p.streamed).flat_map(|p| p.materials).collect();
+    for material in onitb::index::Material::all_up_to(2) {
+        let finishing: Vec<(usize, usize)> = events
+            .iter()
+            .filter_map(|e| match e {
+                Progress::Finishing { material: m, done, batches, .. } if *m == material => Some((*done, *batches)),
+                _ => None,
+            })
+            .collect();
+        if !streamed_materials.contains(&material) {
+            assert!(finishing.is_empty(), "{material}");
+            continue;
+        }
+        let batches = finishing.first().expect("a streamed material reports its finishing").1;
+        assert_eq!(finishing, (1..=batches).map(|k| (k, batches)).collect::<Vec<_>>(), "{material}");
+    }
 }
 
 /// Initialisation's no-move losses are all that a first win step can move

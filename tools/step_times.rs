@@ -28,7 +28,8 @@ fn main() {
             Progress::MaterialResumed { .. }
             | Progress::IoBackend { .. }
             | Progress::RunStarted { .. }
-            | Progress::Batch { .. } => {}
+            | Progress::Batch { .. }
+            | Progress::Finishing { .. } => {}
         }
     };
     solver::solve(&rules, men / 2, &report).unwrap();

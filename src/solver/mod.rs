@@ -158,6 +158,15 @@ pub enum Progress {
         batches: usize,
         io: IoTotals,
     },
+    /// A batch of a streamed material's finishing (its value bytes made
+    /// from the planes and the log, and packed) is done: `done` of
+    /// `batches`, and the pair's work-file I/O so far.
+    Finishing {
+        material: Material,
+        done: usize,
+        batches: usize,
+        io: IoTotals,
+    },
     MaterialDone {
         materials: [Material; 2],
     },
@@ -1896,7 +1905,12 @@ fn pair_mut<T>(pair: &mut [T], i: usize) -> (&mut T, &mut T) {
 /// are first made: from the planes (holes, initialisation's decisions,
 /// draws), then the decision log over them, and packed into the work
 /// directory (`packed_values`) a batch at a time.
-fn finish(moves: &MoveTable, work: &mut Work, window: Option<(&mut Window, &mut DiskIo)>) -> Result<(), SolveError> {
+fn finish(
+    moves: &MoveTable,
+    work: &mut Work,
+    window: Option<(&mut Window, &mut DiskIo)>,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<(), SolveError> {
     let all: Vec<usize> = (0..work.index.groups().len()).collect();
     match window {
         None => {
@@ -1928,41 +1942,43 @@ fn finish(moves: &MoveTable, work: &mut Work, window: Option<(&mut Window, &mut 
             work.solved = None;
             let dir = files.dir().to_path_buf();
             let mut packer = PackedWriter::create(&dir, work.index.material, &work.values)?;
-            for (_, groups) in schedule::opponent_slices(&work.index) {
-                for batch in window.batches(work, &groups) {
-                    // No values exist yet: every byte comes from the
-                    // planes, then the log. A sparse group's planes are
-                    // its dense segments with its records over them.
-                    let lanes = [Lane::Won, Lane::Lost, Lane::SparseWon, Lane::SparseRest];
-                    let (pm, vm) = window.load(disk, work, &batch, (&lanes, ValueSegments::Untouched))?;
-                    run_finish(&batch, window.owns[0].own(&pm, &vm), |_, won, lost, values| {
-                        kernel::settle(won, lost, values)
-                    });
-                    let last = batch.iter().map(|&g| rank[g]).max().expect("a batch has groups");
-                    let values = carve_mut(window.owns[0].values_mut(), batch.iter().map(|&g| vm.elements(g)));
-                    let mut targets: Vec<(usize, &mut [u8])> = batch.iter().copied().zip(values).collect();
-                    work.files().log().apply(
-                        &mut targets,
-                        |g| rank[g] > last,
-                        |values, depth, layout, states| {
-                            let value = if depth % 2 == 1 { Value::Win(depth) } else { Value::Loss(depth) };
-                            let n = layout * CARD_STATES;
-                            let Some(layout_values) = values.get_mut(n..n + CARD_STATES) else { return false };
-                            kernel::set_values(layout_values, states, value.to_byte());
-                            true
-                        },
-                    )?;
-                    // The other window's values and the slice buffers are
-                    // free while finishing: the frames are packed there.
-                    let Window { owns, slices, .. } = &mut *window;
-                    let (own, spare) = owns.split_first_mut().expect("a window");
-                    let scratch: Vec<&mut [u8]> = (spare.iter_mut().map(|o| o.values_mut()))
-                        .chain(slices.iter_mut().map(|s| s.bytes_mut()))
-                        .collect();
-                    let groups: Vec<(usize, &[u8])> =
-                        batch.iter().map(|&g| (g, &own.values()[vm.elements(g)])).collect();
-                    packer.put_batch(&groups, scratch)?;
-                }
+            let batches: Vec<Vec<usize>> = (schedule::opponent_slices(&work.index).into_iter())
+                .flat_map(|(_, groups)| window.batches(work, &groups))
+                .collect();
+            for (k, batch) in batches.iter().enumerate() {
+                // No values exist yet: every byte comes from the
+                // planes, then the log. A sparse group's planes are
+                // its dense segments with its records over them.
+                let lanes = [Lane::Won, Lane::Lost, Lane::SparseWon, Lane::SparseRest];
+                let (pm, vm) = window.load(disk, work, batch, (&lanes, ValueSegments::Untouched))?;
+                run_finish(batch, window.owns[0].own(&pm, &vm), |_, won, lost, values| {
+                    kernel::settle(won, lost, values)
+                });
+                let last = batch.iter().map(|&g| rank[g]).max().expect("a batch has groups");
+                let values = carve_mut(window.owns[0].values_mut(), batch.iter().map(|&g| vm.elements(g)));
+                let mut targets: Vec<(usize, &mut [u8])> = batch.iter().copied().zip(values).collect();
+                work.files().log().apply(
+                    &mut targets,
+                    |g| rank[g] > last,
+                    |values, depth, layout, states| {
+                        let value = if depth % 2 == 1 { Value::Win(depth) } else { Value::Loss(depth) };
+                        let n = layout * CARD_STATES;
+                        let Some(layout_values) = values.get_mut(n..n + CARD_STATES) else { return false };
+                        kernel::set_values(layout_values, states, value.to_byte());
+                        true
+                    },
+                )?;
+                // The other window's values and the slice buffers are
+                // free while finishing: the frames are packed there.
+                let Window { owns, slices, .. } = &mut *window;
+                let (own, spare) = owns.split_first_mut().expect("a window");
+                let scratch: Vec<&mut [u8]> = (spare.iter_mut().map(|o| o.values_mut()))
+                    .chain(slices.iter_mut().map(|s| s.bytes_mut()))
+                    .collect();
+                let groups: Vec<(usize, &[u8])> = batch.iter().map(|&g| (g, &own.values()[vm.elements(g)])).collect();
+                packer.put_batch(&groups, scratch)?;
+                let (material, io) = (work.index.material, window.io);
+                progress(Progress::Finishing { material, done: k + 1, batches: batches.len(), io });
             }
             let packed = packer.finish(&work.values)?;
             window.io.bytes_written += packed.packed_bytes(0..work.index.groups().len());
@@ -2125,7 +2141,7 @@ fn solve_pair(
         record_pair(&mut checkpoints, works, &mut window, state, state.steps_done)?;
     }
     for work in works.iter_mut() {
-        finish(moves, work, reborrow!())?;
+        finish(moves, work, reborrow!(), progress)?;
     }
     Ok(())
 }
