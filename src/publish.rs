@@ -420,15 +420,16 @@ mod tests {
     }
 
     /// A 2-men table solved with a work directory (the packed values the
-    /// writer reads), the same table saved in one go, and an output
-    /// directory to fill.
-    fn solved_and_saved(tmp: &std::path::Path) -> (solver::Solved, Table, OutputDir) {
+    /// writer reads), the same table saved in one go, an output directory
+    /// to fill, and the spec of its raw shards.
+    fn solved_and_saved(tmp: &std::path::Path) -> (solver::Solved, Table, OutputDir, ShardSpec<'static>) {
         let rules = Rules { cards: CardSet::default_set(), no_move: NoMoveRule::Pass };
         let config = SolveConfig { work_dir: Some(tmp.join("work")), ..SolveConfig::default() };
         let solved = solver::solve_with(&rules, 2, &config, &|_| {}).unwrap();
         let table = Table::generate(&rules, 2).unwrap();
         store::save(&table, &tmp.join("saved")).unwrap();
-        (solved, table, OutputDir::prepare(&tmp.join("out")).unwrap())
+        let spec = ShardSpec { rules, max_per_side: 2, compress: None };
+        (solved, table, OutputDir::prepare(&tmp.join("out")).unwrap(), spec)
     }
 
     /// The solver's reports for 2 men: the pairs planned, then each done.
@@ -445,8 +446,7 @@ mod tests {
     #[test]
     fn shards_written_beside_the_solve_are_the_saved_tables() {
         let tmp = tempfile::tempdir().unwrap();
-        let (solved, table, out) = solved_and_saved(tmp.path());
-        let spec = ShardSpec { rules: solved.rules, max_per_side: 2, compress: None };
+        let (solved, table, out, spec) = solved_and_saved(tmp.path());
         let (sender, written) = mpsc::channel();
         let on_written = move |beside: Beside| match beside {
             Beside::Written(m) => sender.send(m).unwrap(),
@@ -491,8 +491,7 @@ mod tests {
     #[test]
     fn a_writer_stopped_at_any_point_leaves_whole_shards_only() {
         let tmp = tempfile::tempdir().unwrap();
-        let (solved, _, out) = solved_and_saved(tmp.path());
-        let spec = ShardSpec { rules: solved.rules, max_per_side: 2, compress: None };
+        let (solved, _, out, spec) = solved_and_saved(tmp.path());
         for wait_micros in [0, 50, 200, 1000, 5000] {
             for finished in &solved.materials {
                 let _ = std::fs::remove_file(ShardWriter::path(finished.material(), &out, &spec));
@@ -522,8 +521,7 @@ mod tests {
     #[test]
     fn a_stopped_shard_is_removed() {
         let tmp = tempfile::tempdir().unwrap();
-        let (solved, _, out) = solved_and_saved(tmp.path());
-        let spec = ShardSpec { rules: solved.rules, max_per_side: 2, compress: None };
+        let (solved, _, out, spec) = solved_and_saved(tmp.path());
         let finished = &solved.materials[0];
         let path = ShardWriter::path(finished.material(), &out, &spec);
         let stopped = write_shard_unless_stopped(finished, &out, &spec, &AtomicBool::new(true)).unwrap();
@@ -559,8 +557,7 @@ mod tests {
     #[test]
     fn a_shard_that_cannot_be_created_is_reported_and_left_alone() {
         let tmp = tempfile::tempdir().unwrap();
-        let (solved, _, out) = solved_and_saved(tmp.path());
-        let spec = ShardSpec { rules: solved.rules, max_per_side: 2, compress: None };
+        let (_solved, _, out, spec) = solved_and_saved(tmp.path());
         let first = Material::new(1, 1);
         let theirs = ShardWriter::path(first, &out, &spec);
         std::fs::write(&theirs, b"not ours").unwrap();
@@ -575,8 +572,7 @@ mod tests {
     #[test]
     fn a_shard_that_fails_half_way_is_reported_and_removed() {
         let tmp = tempfile::tempdir().unwrap();
-        let (solved, _, out) = solved_and_saved(tmp.path());
-        let spec = ShardSpec { rules: solved.rules, max_per_side: 2, compress: None };
+        let (solved, _, out, spec) = solved_and_saved(tmp.path());
         let first = Material::new(1, 1);
         // The first group's frame, whose content checksum is checked as
         // it is read (the frame table, checked on opening, is intact).
@@ -597,8 +593,7 @@ mod tests {
     #[test]
     fn a_writer_dropped_unfinished_stops() {
         let tmp = tempfile::tempdir().unwrap();
-        let (solved, _, out) = solved_and_saved(tmp.path());
-        let spec = ShardSpec { rules: solved.rules, max_per_side: 2, compress: None };
+        let (_solved, _, out, spec) = solved_and_saved(tmp.path());
         std::thread::scope(|scope| {
             let writer = BackgroundShards::start(scope, tmp.path().join("work"), (&out, spec), &|_| {}).unwrap();
             let m = Material::new(2, 2);

@@ -1930,9 +1930,11 @@ fn finish(
         Some((window, disk)) => {
             // Batches in the order the steps visited groups, so that each
             // step's part of the decision log is read front to back.
-            let order: Vec<usize> = schedule::opponent_slices(&work.index).into_iter().flat_map(|s| s.1).collect();
-            let mut rank = vec![0; order.len()];
-            for (r, &g) in order.iter().enumerate() {
+            let batches: Vec<Vec<usize>> = (schedule::opponent_slices(&work.index).into_iter())
+                .flat_map(|(_, groups)| window.batches(work, &groups))
+                .collect();
+            let mut rank = vec![0; work.index.groups().len()];
+            for (r, &g) in batches.iter().flatten().enumerate() {
                 rank[g] = r;
             }
             let Storage::OnDisk(files) = &work.storage else { unreachable!("streamed") };
@@ -1942,9 +1944,6 @@ fn finish(
             work.solved = None;
             let dir = files.dir().to_path_buf();
             let mut packer = PackedWriter::create(&dir, work.index.material, &work.values)?;
-            let batches: Vec<Vec<usize>> = (schedule::opponent_slices(&work.index).into_iter())
-                .flat_map(|(_, groups)| window.batches(work, &groups))
-                .collect();
             for (k, batch) in batches.iter().enumerate() {
                 // No values exist yet: every byte comes from the
                 // planes, then the log. A sparse group's planes are
