@@ -129,13 +129,16 @@ fn the_announced_plan_is_what_the_solver_does() {
     }
     assert!(computing > Duration::ZERO, "streamed steps report their kernels' time");
     // Each streamed material's finishing reports its batches, 1 to all of
-    // them in turn, before its pair is done; resident ones report none.
+    // them in turn, before its pair is done, with the bytes each batch
+    // packed counted as written; resident ones report none.
     let streamed_materials: Vec<_> = plan.iter().filter(|p| p.streamed).flat_map(|p| p.materials).collect();
     for material in onitb::index::Material::all_up_to(2) {
-        let finishing: Vec<(usize, usize)> = events
+        let finishing: Vec<(usize, usize, u64)> = events
             .iter()
             .filter_map(|e| match e {
-                Progress::Finishing { material: m, done, batches, .. } if *m == material => Some((*done, *batches)),
+                Progress::Finishing { material: m, done, batches, io } if *m == material => {
+                    Some((*done, *batches, io.bytes_written))
+                }
                 _ => None,
             })
             .collect();
@@ -144,7 +147,9 @@ fn the_announced_plan_is_what_the_solver_does() {
             continue;
         }
         let batches = finishing.first().expect("a streamed material reports its finishing").1;
-        assert_eq!(finishing, (1..=batches).map(|k| (k, batches)).collect::<Vec<_>>(), "{material}");
+        let reported: Vec<_> = finishing.iter().map(|&(done, batches, _)| (done, batches)).collect();
+        assert_eq!(reported, (1..=batches).map(|k| (k, batches)).collect::<Vec<_>>(), "{material}");
+        assert!(finishing.windows(2).all(|w| w[0].2 < w[1].2), "{material}: {finishing:?}");
     }
 }
 

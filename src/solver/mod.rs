@@ -1975,12 +1975,17 @@ fn finish(
                     .chain(slices.iter_mut().map(|s| s.bytes_mut()))
                     .collect();
                 let groups: Vec<(usize, &[u8])> = batch.iter().map(|&g| (g, &own.values()[vm.elements(g)])).collect();
+                let before = packer.frame_bytes();
                 packer.put_batch(&groups, scratch)?;
+                // Counted as the batch's frames are written, so finishing's
+                // progress lines show its writing as it goes.
+                window.io.bytes_written += packer.frame_bytes() - before;
                 let (material, io) = (work.index.material, window.io);
                 progress(Progress::Finishing { material, done: k + 1, batches: batches.len(), io });
             }
+            let frame_bytes = packer.frame_bytes();
             let packed = packer.finish(&work.values)?;
-            window.io.bytes_written += packed.packed_bytes(0..work.index.groups().len());
+            debug_assert_eq!(frame_bytes, packed.packed_bytes(0..work.index.groups().len()));
             disk.drain()?;
         }
     }

@@ -93,6 +93,12 @@ impl PackedWriter {
         })
     }
 
+    /// Bytes of frames written so far (appended to the partial file, some
+    /// of them perhaps still gathered for their O_DIRECT write).
+    pub fn frame_bytes(&self) -> u64 {
+        self.out.len()
+    }
+
     /// Writes group `g`'s frame, of its `len` value bytes, with `write`, and
     /// records where it lies.
     fn put_with(
