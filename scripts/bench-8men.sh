@@ -11,6 +11,10 @@
 #   DIR/disk.log         every 10 s: time, work-directory bytes (allocated),
 #                        bytes free on the disk
 #   DIR/rss.log          every 30 s: time, VmHWM of the running attempt
+#                        (kB), then its resident kB now: anonymous in
+#                        mappings of 64 MiB or more (the budget's windows
+#                        and slice buffers), anonymous in smaller ones and
+#                        the heap (malloc's), and file-backed (the binary)
 # An attempt resumes from the checkpoint if DIR/work holds one. At the end
 # (or now, if the table exists) it prints each attempt's CPU and wall time,
 # the totals, the peak RSS and disk, and the table's statistics.
@@ -72,7 +76,17 @@ disk_sampler=$!
 (
   while true; do
     pid=$(pgrep -x -f "$dir/onitb generate.*" | head -1 || true)
-    [ -n "$pid" ] && echo "$(date +%H:%M:%S) $(awk '/VmHWM/ {print $2, $3}' "/proc/$pid/status" 2>/dev/null)" >>"$dir/rss.log"
+    if [ -n "$pid" ]; then
+      hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+      # Per mapping: its size (the first kB line) and Anonymous / Rss.
+      split=$(awk '/^[0-9a-f]+-[0-9a-f]+ / { size = -1 }
+        /^Size:/ { size = $2 }
+        /^Rss:/ { rss += $2 }
+        /^Anonymous:/ { if (size >= 65536) big += $2; else small += $2 }
+        END { printf "big-anon %d small-anon %d file %d", big, small, rss - big - small }' \
+        "/proc/$pid/smaps" 2>/dev/null || true)
+      echo "$(date +%H:%M:%S) $hwm kB; $split" >>"$dir/rss.log"
+    fi
     sleep 30
   done
 ) &
