@@ -12,7 +12,7 @@ use onitb::format::Content;
 use onitb::index::Material;
 use onitb::notation::{self, Colour, Setup};
 use onitb::probe::MoveValue;
-use onitb::publish::{self, BackgroundShards, Beside, ShardSpec};
+use onitb::publish::{self, BackgroundShards, Beside, Published, ShardSpec};
 use onitb::rules::{CardSet, MAX_PIECES_PER_SIDE, NoMoveRule, Outcome, Rules};
 use onitb::shard::{self, TableFiles};
 use onitb::solver::{self, IoTotals, PairPlan, Progress, SolveConfig, StepTimes};
@@ -433,7 +433,12 @@ fn generate(args: GenerateArgs) -> Result<()> {
         // Now, not after the solve.
         compress::check_level(level, &args.out)?;
     }
-    let out = OutputDir::prepare(&args.out)?;
+    // A run with a work directory can be resumed, and so can its output:
+    // the shards it finished are kept for `--resume` (store::OutputDir).
+    let mut out = match args.work {
+        Some(_) => OutputDir::prepare_resumable(&args.out, args.resume)?,
+        None => OutputDir::prepare(&args.out)?,
+    };
     let reporter = Reporter {
         quiet: args.quiet,
         every_step: args.verbose,
@@ -463,8 +468,24 @@ fn generate(args: GenerateArgs) -> Result<()> {
     };
     let context = args.compress.map(|_| shard::Context::new(rules, max_per_side));
     let spec = ShardSpec { rules, max_per_side, compress: args.compress.zip(context.as_ref()) };
+    for (name, misfit) in publish::check_adopted(&mut out, &spec)? {
+        reporter.warning(format_args!("the interrupted run's shard {name} is written again: {misfit}"));
+    }
+    if !out.adopted().is_empty() {
+        let kept = out.adopted().len();
+        reporter.line(format_args!(
+            "keeping {kept} shard{} the interrupted run finished",
+            if kept == 1 { "" } else { "s" }
+        ));
+    }
+    let out = out;
     let shard_written = |beside: Beside| match beside {
-        Beside::Written(material) => reporter.line(format_args!("{material}: shard written beside the solve")),
+        Beside::Done(material, Published::Written) => {
+            reporter.line(format_args!("{material}: shard written beside the solve"))
+        }
+        Beside::Done(material, Published::Kept) => {
+            reporter.line(format_args!("{material}: shard kept from the interrupted run"))
+        }
         Beside::Failed(material, error) => reporter.warning(format_args!(
             "{material}: shard not written beside the solve ({error}); it and the rest are written after the solve"
         )),
@@ -488,7 +509,10 @@ fn generate(args: GenerateArgs) -> Result<()> {
         let rest: Vec<&solver::FinishedMaterial> =
             solved.materials.iter().filter(|f| !per.contains_key(&f.material())).collect();
         for finished in rest {
-            let stats = publish::write_shard(finished, &out, &spec, budget_bytes.map(shard_writing_bytes))?;
+            let (stats, how) = publish::write_shard(finished, &out, &spec, budget_bytes.map(shard_writing_bytes))?;
+            if how == Published::Kept {
+                reporter.line(format_args!("{}: shard kept from the interrupted run", finished.material()));
+            }
             per.insert(finished.material(), stats);
         }
         Ok((solved, per))

@@ -9,12 +9,17 @@
 //! were written 3m47s into 4v4's 17 minutes). Knows nothing of solving
 //! beyond finished materials and the solver's progress reports, nor of the
 //! shards' byte layouts (`store`, `compress`, `format`).
+//!
+//! A resumed run keeps the shards its output directory adopted from the
+//! interrupted run ([`check_adopted`] removes those that do not fit this
+//! run's table, e.g. another zstd level): a kept shard is not written
+//! again, only its statistics counted from the finished values.
 
 use crate::compress::CompressedShardWriter;
-use crate::format::{BLOCK_BYTES, Content, ShardHeader};
+use crate::format::{BLOCK_BYTES, Content, Packing, ShardHeader};
 use crate::index::Material;
 use crate::rules::Rules;
-use crate::shard;
+use crate::shard::{self, ShardFile, Storage};
 use crate::solver::{self, FinishedMaterial, Progress, SolveError};
 use crate::store::{self, OutputDir, RawShardWriter, StoreError};
 use crate::table::Stats;
@@ -80,62 +85,133 @@ pub fn writes_in_background(budget_bytes: Option<u64>, compress_level: Option<i3
     budget_bytes.is_none_or(|b| b >= BACKGROUND_MIN_BUDGET_SHARES * bytes).then_some(bytes)
 }
 
+/// How a material's shard came to be in the output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Published {
+    /// Written from the finished values.
+    Written,
+    /// Kept from the interrupted run that `--resume` continues.
+    Kept,
+}
+
+/// Checks the shards `out` adopted from an interrupted run against `spec`
+/// and removes those that do not fit it (a raw shard where compressed ones
+/// are written, another zstd level, other rules or size, a damaged
+/// header): they are written anew. Returns the names removed, each with
+/// what did not fit. Reads the headers only: a shard has its name only
+/// once whole and synced (`blockio::DirectAppender`); `onitb verify`
+/// checks every block.
+pub fn check_adopted(out: &mut OutputDir, spec: &ShardSpec) -> Result<Vec<(String, String)>, StoreError> {
+    let mut removed = Vec::new();
+    for name in out.adopted().to_vec() {
+        if let Some(misfit) = misfit(out, &name, spec) {
+            out.discard_adopted(&name)?;
+            removed.push((name, misfit));
+        }
+    }
+    Ok(removed)
+}
+
+/// What makes the shard file `name` in `out` unfit for a table of `spec`,
+/// if anything.
+fn misfit(out: &OutputDir, name: &str, spec: &ShardSpec) -> Option<String> {
+    let material = store::material_of_name(name)?;
+    if name != ShardWriter::name(material, spec) {
+        let kind = if spec.compress.is_some() { "compressed" } else { "raw" };
+        return Some(format!("this run writes {kind} shards"));
+    }
+    let expected = match ShardHeader::for_material(&spec.rules, spec.max_per_side, material) {
+        Ok(header) => header,
+        Err(e) => return Some(e.to_string()),
+    };
+    let shard = match ShardFile::open(&out.path_for(name)) {
+        Ok(shard) => shard,
+        Err(e) => return Some(e.to_string()),
+    };
+    // Raw shards hold block checksums, compressed ones none.
+    let found = ShardHeader { block_crcs: Vec::new(), ..shard.header().clone() };
+    let expected = ShardHeader { block_crcs: Vec::new(), ..expected };
+    if found != expected {
+        return Some("its header is another table's (rules, cards or size)".to_string());
+    }
+    match (spec.compress, shard.storage()) {
+        (None, Storage::Raw { .. }) => None,
+        (Some((level, _)), Storage::Compressed(h)) if h.content != Content::Values || h.packing != Packing::Dense => {
+            Some(format!("it is not a shard of values as level {level} writes them"))
+        }
+        (Some((level, _)), Storage::Compressed(h)) if h.level != level => {
+            Some(format!("it was compressed at level {}, this run compresses at {level}", h.level))
+        }
+        (Some(_), Storage::Compressed(_)) => None,
+        _ => Some("its contents are not of the kind its name says".to_string()),
+    }
+}
+
+/// Whether `out` kept `material`'s shard from an interrupted run.
+fn is_kept(material: Material, out: &OutputDir, spec: &ShardSpec) -> bool {
+    out.adopted().iter().any(|name| *name == ShardWriter::name(material, spec))
+}
+
 /// Writes `finished`'s shard into `out` on the rayon workers, unpacking
-/// and compressing in parallel; returns its statistics. With
-/// `batch_bytes`, at most that much of unpacked values and as much of
-/// blocks waiting to be compressed; without, the defaults (64 MiB
-/// unpacked, a few blocks per worker).
+/// and compressing in parallel, or keeps the one `out` adopted; returns
+/// its statistics. With `batch_bytes`, at most that much of unpacked
+/// values and as much of blocks waiting to be compressed; without, the
+/// defaults (64 MiB unpacked, a few blocks per worker).
 pub fn write_shard(
     finished: &FinishedMaterial,
     out: &OutputDir,
     spec: &ShardSpec,
     batch_bytes: Option<usize>,
-) -> Result<Stats, PublishError> {
+) -> Result<(Stats, Published), PublishError> {
+    let batch = batch_bytes.unwrap_or(solver::UNPACK_BATCH_BYTES_DEFAULT);
+    let mut stats = Stats::default();
+    if is_kept(finished.material(), out, spec) {
+        finished.for_each_chunk(batch, |chunk| {
+            stats = Stats::merge(stats, Stats::of_values(chunk));
+            Ok::<_, PublishError>(())
+        })?;
+        return Ok((stats, Published::Kept));
+    }
     let batch_blocks = batch_bytes.map(|b| b / BLOCK_BYTES as usize);
     let mut writer = ShardWriter::create(finished.material(), out, spec, batch_blocks)?;
-    let mut stats = Stats::default();
-    finished.for_each_chunk(batch_bytes.unwrap_or(solver::UNPACK_BATCH_BYTES_DEFAULT), |chunk| {
+    finished.for_each_chunk(batch, |chunk| {
         stats = Stats::merge(stats, Stats::of_values(chunk));
         writer.write_values(chunk)
     })?;
     writer.finish()?;
-    Ok(stats)
+    Ok((stats, Published::Written))
 }
 
 /// [`write_shard`] a block at a time on the calling thread (the pool it
 /// runs in has one), holding one block of values: the background writer's
 /// way. Stops with [`PublishError::Stopped`] once `stop` is set. A shard
-/// it created but did not finish (stopped, or an error) is removed, for
-/// the caller to create anew; one it could not create is left alone (it
-/// may be someone else's).
+/// it created but did not finish (stopped, or an error) is not there (its
+/// writer removes it when dropped), for the caller to create anew; one it
+/// could not create is left alone (it may be someone else's).
 fn write_shard_by_blocks(
     finished: &FinishedMaterial,
     out: &OutputDir,
     spec: &ShardSpec,
     stop: &AtomicBool,
-) -> Result<Stats, PublishError> {
-    let mut writer = ShardWriter::create(finished.material(), out, spec, Some(1))?;
+) -> Result<(Stats, Published), PublishError> {
+    let kept = is_kept(finished.material(), out, spec);
+    let mut writer = if kept { None } else { Some(ShardWriter::create(finished.material(), out, spec, Some(1))?) };
     let mut stats = Stats::default();
     // Pieces of a block are the shard's blocks: the compressed writer
     // takes each where it lies, without copying it.
-    let written = finished.for_each_piece(BLOCK_BYTES as usize, |piece| {
+    finished.for_each_piece(BLOCK_BYTES as usize, |piece| {
         if stop.load(Ordering::Relaxed) {
             return Err(PublishError::Stopped);
         }
         stats = Stats::merge(stats, Stats::of_values(piece));
-        writer.write_values(piece)
-    });
-    match written.and_then(|()| writer.finish().map_err(PublishError::from)) {
-        Ok(()) => Ok(stats),
-        Err(e) => {
-            let path = ShardWriter::path(finished.material(), out, spec);
-            match std::fs::remove_file(&path) {
-                Ok(()) => Err(e),
-                Err(cause) if cause.kind() == std::io::ErrorKind::NotFound => Err(e),
-                // The caller could not create it anew: that is the error.
-                Err(cause) => Err(StoreError::Io { action: "remove the unfinished shard", path, cause }.into()),
-            }
+        writer.as_mut().map_or(Ok(()), |w| w.write_values(piece))
+    })?;
+    match writer {
+        Some(writer) => {
+            writer.finish()?;
+            Ok((stats, Published::Written))
         }
+        None => Ok((stats, Published::Kept)),
     }
 }
 
@@ -146,9 +222,9 @@ fn write_shard_unless_stopped(
     out: &OutputDir,
     spec: &ShardSpec,
     stop: &AtomicBool,
-) -> Result<Option<Stats>, PublishError> {
+) -> Result<Option<(Stats, Published)>, PublishError> {
     match write_shard_by_blocks(finished, out, spec, stop) {
-        Ok(stats) => Ok(Some(stats)),
+        Ok(done) => Ok(Some(done)),
         Err(PublishError::Stopped) => Ok(None),
         Err(e) => Err(e),
     }
@@ -161,12 +237,17 @@ enum ShardWriter<'c> {
 }
 
 impl<'c> ShardWriter<'c> {
+    /// The file name of `material`'s shard.
+    fn name(material: Material, spec: &ShardSpec) -> String {
+        match spec.compress {
+            Some(_) => store::compressed_shard_name(material),
+            None => store::shard_name(material),
+        }
+    }
+
     /// Where `material`'s shard goes in `out`.
     fn path(material: Material, out: &OutputDir, spec: &ShardSpec) -> PathBuf {
-        match spec.compress {
-            Some(_) => out.path_for(&store::compressed_shard_name(material)),
-            None => out.path_for(&store::shard_name(material)),
-        }
+        out.path_for(&ShardWriter::name(material, spec))
     }
 
     /// Creates `material`'s shard in `out`; a compressed one compresses
@@ -235,13 +316,15 @@ pub struct BackgroundShards<'scope> {
     pairs_left: Mutex<Option<usize>>,
 }
 
-/// The shards a background writer wrote whole: each material's statistics.
+/// The shards a background writer wrote whole or kept: each material's
+/// statistics.
 type Written = Vec<(Material, Stats)>;
 
 /// What the background writer reports as it goes.
 pub enum Beside<'a> {
-    /// A material's shard is whole.
-    Written(Material),
+    /// A material's shard is whole: written, or kept from the interrupted
+    /// run.
+    Done(Material, Published),
     /// A material's shard could not be written (nothing of it is left in
     /// the output): the writer has stopped.
     Failed(Material, &'a PublishError),
@@ -295,9 +378,9 @@ impl<'scope> BackgroundShards<'scope> {
                         .map_err(PublishError::from)
                         .and_then(|finished| write_shard_unless_stopped(&finished, out, &spec, &shared.stop));
                     match written {
-                        Ok(Some(stats)) => {
+                        Ok(Some((stats, how))) => {
                             done.push((material, stats));
-                            report(Beside::Written(material));
+                            report(Beside::Done(material, how));
                         }
                         Ok(None) => break,
                         Err(e) => {
@@ -449,7 +532,7 @@ mod tests {
         let (solved, table, out, spec) = solved_and_saved(tmp.path());
         let (sender, written) = mpsc::channel();
         let on_written = move |beside: Beside| match beside {
-            Beside::Written(m) => sender.send(m).unwrap(),
+            Beside::Done(m, how) => sender.send((m, how)).unwrap(),
             Beside::Failed(m, e) => panic!("{m}: {e}"),
         };
         let mut stats: BTreeMap<Material, Stats> = std::thread::scope(|scope| {
@@ -462,7 +545,8 @@ mod tests {
                     && materials[0] != Material::new(2, 2)
                 {
                     for _ in 0..if materials[0] == materials[1] { 1 } else { 2 } {
-                        written.recv_timeout(Duration::from_secs(60)).expect("written beside the solve");
+                        let (_, how) = written.recv_timeout(Duration::from_secs(60)).expect("written beside the solve");
+                        assert_eq!(how, Published::Written);
                     }
                 }
             }
@@ -472,7 +556,9 @@ mod tests {
             let rest: Vec<&FinishedMaterial> =
                 solved.materials.iter().filter(|f| !stats.contains_key(&f.material())).collect();
             for finished in rest {
-                stats.insert(finished.material(), write_shard(finished, &out, &spec, Some(8 << 20)).unwrap());
+                let (written, how) = write_shard(finished, &out, &spec, Some(8 << 20)).unwrap();
+                assert_eq!(how, Published::Written);
+                stats.insert(finished.material(), written);
             }
             stats
         });
@@ -537,7 +623,7 @@ mod tests {
         let (sender, reported) = mpsc::channel();
         let on_report = move |beside: Beside| {
             let _ = sender.send(match beside {
-                Beside::Written(m) => (m, true),
+                Beside::Done(m, _) => (m, true),
                 Beside::Failed(m, _) => (m, false),
             });
         };
@@ -586,6 +672,61 @@ mod tests {
         for finished in &solved.materials {
             assert!(!ShardWriter::path(finished.material(), &out, &spec).exists(), "{}", finished.material());
         }
+    }
+
+    /// A resumed run keeps the adopted shards that fit its table (the
+    /// same file, not written again, its statistics counted) and writes
+    /// the others again: another level, raw where it writes compressed, a
+    /// damaged header. The table comes out as one written in one go.
+    #[test]
+    fn adopted_shards_that_fit_are_kept_and_the_others_written_again() {
+        use std::os::unix::fs::MetadataExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let (solved, table, _, raw) = solved_and_saved(tmp.path());
+        let context = shard::Context::new(raw.rules, raw.max_per_side);
+        let level = |level| ShardSpec { compress: Some((level, &context)), ..raw };
+        let material = |m: Material| solved.materials.iter().find(|f| f.material() == m).unwrap();
+        let [m11, m12, _, m22] = [(1, 1), (1, 2), (2, 1), (2, 2)].map(|(p, q)| Material::new(p, q));
+
+        // The interrupted run's output, left by a process that is gone.
+        let target = tmp.path().join("resumed");
+        let interrupted = OutputDir::prepare_resumable(&target, false).unwrap();
+        write_shard(material(m11), &interrupted, &level(1), None).unwrap();
+        for m in [m12, m22] {
+            write_shard(material(m), &interrupted, &level(3), None).unwrap();
+            write_shard(material(m), &interrupted, &raw, None).unwrap();
+        }
+        let damaged = interrupted.path_for(&store::compressed_shard_name(m12));
+        let mut bytes = std::fs::read(&damaged).unwrap();
+        bytes[10] ^= 0x40;
+        std::fs::write(&damaged, bytes).unwrap();
+        let partial = interrupted.partial().to_path_buf();
+        drop(interrupted);
+        std::fs::rename(&partial, tmp.path().join(format!(".resumed.partial-{}", u32::MAX))).unwrap();
+
+        let mut out = OutputDir::prepare_resumable(&target, true).unwrap();
+        assert_eq!(out.adopted(), ["1v1.onitbz", "1v2.onitb", "1v2.onitbz", "2v2.onitb", "2v2.onitbz"]);
+        let kept_inode = std::fs::metadata(out.path_for("2v2.onitbz")).unwrap().ino();
+        let spec = level(3);
+        let removed: Vec<String> = check_adopted(&mut out, &spec).unwrap().into_iter().map(|(name, _)| name).collect();
+        assert_eq!(removed, ["1v1.onitbz", "1v2.onitb", "1v2.onitbz", "2v2.onitb"]);
+        assert_eq!(out.adopted(), ["2v2.onitbz"]);
+        for finished in &solved.materials {
+            let (stats, how) = write_shard(finished, &out, &spec, None).unwrap();
+            let m = finished.material();
+            assert_eq!(how, if m == m22 { Published::Kept } else { Published::Written }, "{m}");
+            let values = &table.materials().iter().find(|s| s.index.material == m).unwrap().values;
+            assert_eq!(stats, Stats::of_values(values), "{m}");
+        }
+        assert_eq!(std::fs::metadata(out.path_for("2v2.onitbz")).unwrap().ino(), kept_inode, "not written again");
+        out.finish().unwrap();
+
+        let fresh = OutputDir::prepare(&tmp.path().join("fresh")).unwrap();
+        for finished in &solved.materials {
+            write_shard(finished, &fresh, &spec, None).unwrap();
+        }
+        fresh.finish().unwrap();
+        assert_eq!(files(&target), files(&tmp.path().join("fresh")));
     }
 
     /// A writer dropped unfinished (the solve failed) stops, and the scope

@@ -275,3 +275,87 @@ fn a_second_run_in_a_work_directory_in_use_is_refused() {
     assert!(!work.exists(), "the finished run cleaned its work directory");
     assert!(!root.path().join("out2").exists());
 }
+
+/// Whole shards in the partial output of the run writing `out`, with
+/// their inodes.
+fn whole_shards_in_partial(out: &Path) -> Vec<(String, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let prefix = format!(".{}.partial-", out.file_name().unwrap().to_string_lossy());
+    let mut found = Vec::new();
+    for entry in fs::read_dir(out.parent().unwrap()).unwrap().flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(&prefix) {
+            continue;
+        }
+        for shard in fs::read_dir(entry.path()).into_iter().flatten().flatten() {
+            let name = shard.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".onitbz") && !name.starts_with('.') {
+                found.push((name, shard.metadata().map_or(0, |m| m.ino())));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// A run killed once shards are whole beside the solve keeps them on
+/// `--resume`: it says so, the files are those the killed run wrote (not
+/// written again), and the table is an uninterrupted run's. Resumed at
+/// another zstd level, they are written again.
+#[test]
+fn a_resumed_run_keeps_the_shards_the_killed_run_finished() {
+    use std::os::unix::fs::MetadataExt;
+    let root = tempfile::tempdir().unwrap();
+    // A budget that leaves room for the writer beside the solve (4 men
+    // fit in memory: the killed run's checkpoint holds finished pairs).
+    let args = |work: &Path, out: &Path, level: &str| {
+        let mut command = onitb();
+        command.args(["generate", "--men", "4", "--mem", "256MiB", "--threads", "1", "--compress", level]);
+        command.args(["--work".as_ref(), work.as_os_str(), "--out".as_ref(), out.as_os_str()]);
+        command
+    };
+    for (killed_level, resumed_level) in [("3", "3"), ("1", "3")] {
+        let case = root.path().join(format!("{killed_level}-{resumed_level}"));
+        fs::create_dir(&case).unwrap();
+        let reference = case.join("reference");
+        let status = args(&case.join("w0"), &reference, resumed_level).arg("--quiet").status().unwrap();
+        assert!(status.success());
+
+        let (work, out) = (case.join("w1"), case.join("out"));
+        let mut child = args(&work, &out, killed_level).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let mut whole = Vec::new();
+        while child.try_wait().unwrap().is_none() {
+            whole = whole_shards_in_partial(&out);
+            if !whole.is_empty() {
+                child.kill().unwrap(); // SIGKILL
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        child.wait().unwrap();
+        assert!(!out.exists() && !whole.is_empty(), "killed with a shard whole beside the solve");
+        let whole = whole_shards_in_partial(&out);
+
+        let resumed = args(&work, &out, resumed_level).arg("--resume").output().unwrap();
+        let stderr = String::from_utf8_lossy(&resumed.stderr);
+        assert!(resumed.status.success(), "{stderr}");
+        assert_eq!(shards(&reference), shards(&out), "{killed_level} then {resumed_level}");
+        for (name, inode) in &whole {
+            let material = name.trim_end_matches(".onitbz");
+            let now = fs::metadata(out.join(name)).unwrap().ino();
+            if killed_level == resumed_level {
+                assert!(stderr.contains(&format!("{material}: shard kept from the interrupted run")), "{stderr}");
+                assert_eq!(now, *inode, "{name} is the killed run's file");
+            } else {
+                let again =
+                    format!("shard {name} is written again: it was compressed at level 1, this run compresses at 3");
+                assert!(stderr.contains(&again), "{stderr}");
+            }
+        }
+        let leftovers: Vec<_> = fs::read_dir(&case)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains("partial"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+}

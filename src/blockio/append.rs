@@ -10,13 +10,29 @@
 //! took 12.4 s of its initialisation's thread (163 MB/s, where the disk
 //! takes O_DIRECT writes at 1.5-2 GB/s); appended so, the initialisation
 //! took 20 s less (docs/BENCHMARKS.md, session 51).
+//!
+//! A file made with [`DirectAppender::create_new`] is written under a hidden
+//! sibling name ([`unfinished_path`]) and renamed into place once it is
+//! whole and synced, so that its own name never shows a part of it: a run
+//! killed while writing leaves only the hidden file, and a resumed run can
+//! keep every file that has its own name (`store::OutputDir`).
 
 use super::ALIGN_BYTES;
 use memmap2::MmapMut;
-use std::fs::{File, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Ends the hidden name a new file has until it is whole.
+pub const UNFINISHED_SUFFIX: &str = ".unfinished";
+
+/// Where [`DirectAppender::create_new`] writes the file for `path` until
+/// it is whole: `.<name>.unfinished` beside it.
+pub fn unfinished_path(path: &Path) -> PathBuf {
+    let name = path.file_name().map_or_else(Default::default, |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}{UNFINISHED_SUFFIX}"))
+}
 
 /// Appends to one file (see the module docs).
 pub struct DirectAppender {
@@ -31,6 +47,10 @@ pub struct DirectAppender {
     /// The file's first units as appended (whole units), kept for
     /// [`DirectAppender::finish_with_head`]; empty if none are kept.
     head: Vec<u8>,
+    /// For a file made by [`DirectAppender::create_new`] and not finished:
+    /// where it is being written (removed if the appender is dropped) and
+    /// the name it gets when whole.
+    unfinished: Option<(PathBuf, PathBuf)>,
 }
 
 /// How [`DirectAppender::open`] treats a file already at the path.
@@ -38,8 +58,6 @@ pub struct DirectAppender {
 enum Existing {
     /// Cut to nothing (created if missing).
     Truncate,
-    /// Refused (the file must not exist).
-    Refuse,
     /// Kept up to the given length, the rest cut off.
     KeepUpTo(u64),
 }
@@ -52,11 +70,19 @@ impl DirectAppender {
         DirectAppender::open(path, Existing::Truncate, staging_bytes, true)
     }
 
-    /// Appends to a new file at `path` (which must not exist), keeping a
-    /// copy of its first `head_bytes` for [`DirectAppender::finish_with_head`].
+    /// Appends to a new file for `path` (which must not exist), keeping a
+    /// copy of its first `head_bytes` for [`DirectAppender::finish_with_head`],
+    /// which gives it its name: until then it is [`unfinished_path`]`(path)`
+    /// (cut to nothing if a killed run left one), removed if the appender
+    /// is dropped.
     pub fn create_new(path: &Path, staging_bytes: usize, head_bytes: usize) -> io::Result<DirectAppender> {
-        let mut appender = DirectAppender::open(path, Existing::Refuse, staging_bytes, true)?;
+        if fs::symlink_metadata(path).is_ok() {
+            return Err(io::Error::from(io::ErrorKind::AlreadyExists));
+        }
+        let hidden = unfinished_path(path);
+        let mut appender = DirectAppender::open(&hidden, Existing::Truncate, staging_bytes, true)?;
         appender.head = vec![0; head_bytes.next_multiple_of(ALIGN_BYTES)];
+        appender.unfinished = Some((hidden, path.to_path_buf()));
         Ok(appender)
     }
 
@@ -76,7 +102,6 @@ impl DirectAppender {
         // may have created the file before refusing.
         match existing {
             Existing::Truncate => drop(File::create(path)?),
-            Existing::Refuse => drop(File::create_new(path)?),
             Existing::KeepUpTo(_) => {}
         }
         let open = |direct: bool| {
@@ -99,7 +124,7 @@ impl DirectAppender {
         if staged > 0 {
             File::open(path)?.read_exact_at(&mut staging[..staged], at)?;
         }
-        Ok(DirectAppender { file, staging, staged, at, head: Vec::new() })
+        Ok(DirectAppender { file, staging, staged, at, head: Vec::new(), unfinished: None })
     }
 
     /// Bytes appended so far (the file's length once flushed).
@@ -154,8 +179,11 @@ impl DirectAppender {
     }
 
     /// Flushes, writes `head` over the file's first bytes (at most the
-    /// `head_bytes` that [`DirectAppender::create_new`] kept), and syncs
-    /// the file, its length included: a file whose header is written last.
+    /// `head_bytes` that [`DirectAppender::create_new`] kept), syncs the
+    /// file, its length included, and renames it to its own name: a file
+    /// whose header is written last, and that has its name only whole. The
+    /// directory is not synced: after a power cut the file may be back
+    /// under its hidden name, never under its own name with less in it.
     pub fn finish_with_head(mut self, head: &[u8]) -> io::Result<()> {
         assert!(head.len() <= self.head.len(), "the head was kept");
         self.flush()?;
@@ -169,7 +197,12 @@ impl DirectAppender {
         }
         // Past a short file's end, the kept units are zeros: cut them off.
         self.file.set_len(len)?;
-        self.file.sync_all()
+        self.file.sync_all()?;
+        if let Some((hidden, named)) = &self.unfinished {
+            fs::rename(hidden, named)?;
+            self.unfinished = None;
+        }
+        Ok(())
     }
 
     fn write_staged(&mut self) -> io::Result<()> {
@@ -181,6 +214,15 @@ impl DirectAppender {
             self.head[at..end].copy_from_slice(&self.staging[..end - at]);
         }
         self.file.write_all_at(&self.staging[..padded], self.at)
+    }
+}
+
+impl Drop for DirectAppender {
+    fn drop(&mut self) {
+        // Not finished: nothing of it may be taken for the whole file.
+        if let Some((hidden, _)) = &self.unfinished {
+            let _ = fs::remove_file(hidden);
+        }
     }
 }
 
@@ -235,7 +277,8 @@ mod tests {
 
     /// A head written last lands over the first bytes, whether the head is
     /// longer than the staging buffer or the file shorter than the head's
-    /// units; a new file refuses an existing path.
+    /// units; a new file refuses an existing path, and has its name only
+    /// once finished.
     #[test]
     fn a_head_written_last_is_the_files_start() {
         let dir = tempfile::tempdir().unwrap();
@@ -247,10 +290,28 @@ mod tests {
             let mut appender = DirectAppender::create_new(&path, staging_bytes, head_bytes).unwrap();
             appender.append_zeros(head_bytes).unwrap();
             appender.append(&data).unwrap();
+            appender.flush().unwrap();
+            assert!(!path.exists() && unfinished_path(&path).exists(), "hidden until finished");
             appender.finish_with_head(&head).unwrap();
+            assert!(!unfinished_path(&path).exists());
             let file = std::fs::read(&path).unwrap();
             assert!(file[..head_bytes] == head[..] && file[head_bytes..] == data[..], "{head_bytes}, {data_bytes}");
             assert!(DirectAppender::create_new(&path, staging_bytes, 0).is_err(), "exists");
         }
+    }
+
+    /// A new file dropped before it is finished leaves nothing, under
+    /// either name; one a killed run left hidden is started afresh.
+    #[test]
+    fn a_new_file_dropped_unfinished_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shard");
+        std::fs::write(unfinished_path(&path), b"a killed run's").unwrap();
+        let mut appender = DirectAppender::create_new(&path, 4096, 100).unwrap();
+        appender.append(&pattern(10_000)).unwrap();
+        appender.flush().unwrap();
+        assert_eq!(std::fs::read(unfinished_path(&path)).unwrap(), pattern(10_000));
+        drop(appender);
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "nothing left");
     }
 }

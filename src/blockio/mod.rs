@@ -48,7 +48,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-pub use append::DirectAppender;
+pub use append::{DirectAppender, unfinished_path};
 pub use buffer::{ALIGN_BYTES, BUFFER_BYTES_MAX, BUFFER_COUNT_MAX, Buffer, BufferPool};
 pub use size::{SizeError, format_size, parse_size};
 
