@@ -490,7 +490,7 @@ fn generate(args: GenerateArgs) -> Result<()> {
             "{material}: shard not written beside the solve ({error}); it and the rest are written after the solve"
         )),
     };
-    let (solved, per) = std::thread::scope(|scope| -> Result<_> {
+    let solved_and_written = std::thread::scope(|scope| -> Result<_> {
         let writer =
             background.and_then(|(work, _)| BackgroundShards::start(scope, work.clone(), (&out, spec), &shard_written));
         let solved = solver::solve_with(&rules, max_per_side, &config, &|p| {
@@ -516,6 +516,18 @@ fn generate(args: GenerateArgs) -> Result<()> {
             per.insert(finished.material(), stats);
         }
         Ok((solved, per))
+    });
+    let (solved, per) = solved_and_written.inspect_err(|_| {
+        // Only a run with a work directory keeps its output (store::OutputDir).
+        let entries = std::fs::read_dir(out.partial()).into_iter().flatten().flatten();
+        let shards = entries.filter(|e| onitb::store::is_shard_name(&e.file_name().to_string_lossy())).count();
+        if args.work.is_some() && shards > 0 {
+            reporter.warning(format_args!(
+                "{shards} finished shard{} stay in {} for --resume",
+                if shards == 1 { "" } else { "s" },
+                out.partial().display()
+            ));
+        }
     })?;
     let total = per.values().fold(Stats::default(), |a, &b| Stats::merge(a, b));
     let per: Vec<(Material, Stats)> = per.into_iter().collect();

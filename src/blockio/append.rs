@@ -25,7 +25,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Ends the hidden name a new file has until it is whole.
-pub const UNFINISHED_SUFFIX: &str = ".unfinished";
+const UNFINISHED_SUFFIX: &str = ".unfinished";
 
 /// Where [`DirectAppender::create_new`] writes the file for `path` until
 /// it is whole: `.<name>.unfinished` beside it.
