@@ -486,6 +486,9 @@ fn generate(args: GenerateArgs) -> Result<()> {
         Beside::Done(material, Published::Kept) => {
             reporter.line(format_args!("{material}: shard kept from the interrupted run"))
         }
+        Beside::Done(material, Published::Replaced(why)) => reporter.warning(format_args!(
+            "{material}: the interrupted run's shard failed its check ({why}); written again beside the solve"
+        )),
         Beside::Failed(material, error) => reporter.warning(format_args!(
             "{material}: shard not written beside the solve ({error}); it and the rest are written after the solve"
         )),
@@ -510,8 +513,13 @@ fn generate(args: GenerateArgs) -> Result<()> {
             solved.materials.iter().filter(|f| !per.contains_key(&f.material())).collect();
         for finished in rest {
             let (stats, how) = publish::write_shard(finished, &out, &spec, budget_bytes.map(shard_writing_bytes))?;
-            if how == Published::Kept {
-                reporter.line(format_args!("{}: shard kept from the interrupted run", finished.material()));
+            let material = finished.material();
+            match how {
+                Published::Written => {}
+                Published::Kept => reporter.line(format_args!("{material}: shard kept from the interrupted run")),
+                Published::Replaced(why) => reporter.warning(format_args!(
+                    "{material}: the interrupted run's shard failed its check ({why}); written again"
+                )),
             }
             per.insert(finished.material(), stats);
         }

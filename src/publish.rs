@@ -13,7 +13,7 @@
 //! A resumed run keeps the shards its output directory adopted from the
 //! interrupted run ([`check_adopted`] removes those that do not fit this
 //! run's table, e.g. another zstd level): a kept shard is not written
-//! again, only its statistics counted from the finished values.
+//! again, only read back, every block checked, for its statistics.
 
 use crate::compress::CompressedShardWriter;
 use crate::format::{BLOCK_BYTES, Content, Packing, ShardHeader};
@@ -23,8 +23,9 @@ use crate::shard::{self, ShardFile, Storage};
 use crate::solver::{self, FinishedMaterial, Progress, SolveError};
 use crate::store::{self, OutputDir, RawShardWriter, StoreError};
 use crate::table::Stats;
+use rayon::prelude::*;
 use std::collections::{BTreeSet, VecDeque};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{Scope, ScopedJoinHandle};
@@ -86,21 +87,23 @@ pub fn writes_in_background(budget_bytes: Option<u64>, compress_level: Option<i3
 }
 
 /// How a material's shard came to be in the output.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Published {
     /// Written from the finished values.
     Written,
-    /// Kept from the interrupted run that `--resume` continues.
+    /// Kept from the interrupted run that `--resume` continues, every
+    /// block read back and checked.
     Kept,
+    /// Written again: the interrupted run's shard failed its check (why).
+    Replaced(String),
 }
 
 /// Checks the shards `out` adopted from an interrupted run against `spec`
 /// and removes those that do not fit it (a raw shard where compressed ones
 /// are written, another zstd level, other rules or size, a damaged
 /// header): they are written anew. Returns the names removed, each with
-/// what did not fit. Reads the headers only: a shard has its name only
-/// once whole and synced (`blockio::DirectAppender`); `onitb verify`
-/// checks every block.
+/// what did not fit. Reads the headers only; the blocks of those kept are
+/// checked when their statistics are read back ([`Published::Kept`]).
 pub fn check_adopted(out: &mut OutputDir, spec: &ShardSpec) -> Result<Vec<(String, String)>, StoreError> {
     let mut removed = Vec::new();
     for name in out.adopted().to_vec() {
@@ -152,6 +155,54 @@ fn is_kept(material: Material, out: &OutputDir, spec: &ShardSpec) -> bool {
     out.adopted().iter().any(|name| *name == ShardWriter::name(material, spec))
 }
 
+/// The statistics of the shard `out` kept for `material`, read back from
+/// its file a block at a time per thread: every block is checked as `onitb
+/// verify` checks it, and the recomputable values of a compressed shard
+/// are recomputed, so the statistics are those of the bytes published.
+/// Stops with [`PublishError::Stopped`] once `stop` is set.
+fn read_back_kept(path: &Path, spec: &ShardSpec, stop: &AtomicBool) -> Result<Stats, PublishError> {
+    let shard = ShardFile::open(path)?;
+    (0..shard.block_count())
+        .into_par_iter()
+        .map(|block| {
+            if stop.load(Ordering::Relaxed) {
+                return Err(PublishError::Stopped);
+            }
+            let values = match spec.compress {
+                Some((_, context)) => shard.read_values(block, context)?,
+                None => shard.read_block(block)?,
+            };
+            Ok(Stats::of_values(&values))
+        })
+        .try_reduce(Stats::default, |a, b| Ok(Stats::merge(a, b)))
+}
+
+/// If `out` kept `material`'s shard, reads it back ([`read_back_kept`]):
+/// Some(Ok(statistics)) if it passed, Some(Err(why)) if it failed, and
+/// then it is removed, for the caller to write anew. None if none was
+/// kept. [`PublishError::Stopped`] passes through.
+fn check_kept(
+    material: Material,
+    out: &OutputDir,
+    spec: &ShardSpec,
+    stop: &AtomicBool,
+) -> Result<Option<Result<Stats, String>>, PublishError> {
+    if !is_kept(material, out, spec) {
+        return Ok(None);
+    }
+    let path = ShardWriter::path(material, out, spec);
+    match read_back_kept(&path, spec, stop) {
+        Ok(stats) => Ok(Some(Ok(stats))),
+        Err(PublishError::Stopped) => Err(PublishError::Stopped),
+        Err(damaged) => match std::fs::remove_file(&path) {
+            Err(cause) if cause.kind() != std::io::ErrorKind::NotFound => {
+                Err(StoreError::Io { action: "remove the damaged shard", path, cause }.into())
+            }
+            _ => Ok(Some(Err(damaged.to_string()))),
+        },
+    }
+}
+
 /// Writes `finished`'s shard into `out` on the rayon workers, unpacking
 /// and compressing in parallel, or keeps the one `out` adopted; returns
 /// its statistics. With `batch_bytes`, at most that much of unpacked
@@ -163,23 +214,21 @@ pub fn write_shard(
     spec: &ShardSpec,
     batch_bytes: Option<usize>,
 ) -> Result<(Stats, Published), PublishError> {
+    let published = match check_kept(finished.material(), out, spec, &AtomicBool::new(false))? {
+        Some(Ok(stats)) => return Ok((stats, Published::Kept)),
+        Some(Err(why)) => Published::Replaced(why),
+        None => Published::Written,
+    };
     let batch = batch_bytes.unwrap_or(solver::UNPACK_BATCH_BYTES_DEFAULT);
-    let mut stats = Stats::default();
-    if is_kept(finished.material(), out, spec) {
-        finished.for_each_chunk(batch, |chunk| {
-            stats = Stats::merge(stats, Stats::of_values(chunk));
-            Ok::<_, PublishError>(())
-        })?;
-        return Ok((stats, Published::Kept));
-    }
     let batch_blocks = batch_bytes.map(|b| b / BLOCK_BYTES as usize);
     let mut writer = ShardWriter::create(finished.material(), out, spec, batch_blocks)?;
+    let mut stats = Stats::default();
     finished.for_each_chunk(batch, |chunk| {
         stats = Stats::merge(stats, Stats::of_values(chunk));
         writer.write_values(chunk)
     })?;
     writer.finish()?;
-    Ok((stats, Published::Written))
+    Ok((stats, published))
 }
 
 /// [`write_shard`] a block at a time on the calling thread (the pool it
@@ -194,8 +243,12 @@ fn write_shard_by_blocks(
     spec: &ShardSpec,
     stop: &AtomicBool,
 ) -> Result<(Stats, Published), PublishError> {
-    let kept = is_kept(finished.material(), out, spec);
-    let mut writer = if kept { None } else { Some(ShardWriter::create(finished.material(), out, spec, Some(1))?) };
+    let published = match check_kept(finished.material(), out, spec, stop)? {
+        Some(Ok(stats)) => return Ok((stats, Published::Kept)),
+        Some(Err(why)) => Published::Replaced(why),
+        None => Published::Written,
+    };
+    let mut writer = ShardWriter::create(finished.material(), out, spec, Some(1))?;
     let mut stats = Stats::default();
     // Pieces of a block are the shard's blocks: the compressed writer
     // takes each where it lies, without copying it.
@@ -204,15 +257,10 @@ fn write_shard_by_blocks(
             return Err(PublishError::Stopped);
         }
         stats = Stats::merge(stats, Stats::of_values(piece));
-        writer.as_mut().map_or(Ok(()), |w| w.write_values(piece))
+        writer.write_values(piece)
     })?;
-    match writer {
-        Some(writer) => {
-            writer.finish()?;
-            Ok((stats, Published::Written))
-        }
-        None => Ok((stats, Published::Kept)),
-    }
+    writer.finish()?;
+    Ok((stats, published))
 }
 
 /// [`write_shard_by_blocks`], or None if `stop` was set before the shard
@@ -686,7 +734,7 @@ mod tests {
         let context = shard::Context::new(raw.rules, raw.max_per_side);
         let level = |level| ShardSpec { compress: Some((level, &context)), ..raw };
         let material = |m: Material| solved.materials.iter().find(|f| f.material() == m).unwrap();
-        let [m11, m12, _, m22] = [(1, 1), (1, 2), (2, 1), (2, 2)].map(|(p, q)| Material::new(p, q));
+        let [m11, m12, m21, m22] = [(1, 1), (1, 2), (2, 1), (2, 2)].map(|(p, q)| Material::new(p, q));
 
         // The interrupted run's output, left by a process that is gone.
         let target = tmp.path().join("resumed");
@@ -696,25 +744,35 @@ mod tests {
             write_shard(material(m), &interrupted, &level(3), None).unwrap();
             write_shard(material(m), &interrupted, &raw, None).unwrap();
         }
-        let damaged = interrupted.path_for(&store::compressed_shard_name(m12));
-        let mut bytes = std::fs::read(&damaged).unwrap();
-        bytes[10] ^= 0x40;
-        std::fs::write(&damaged, bytes).unwrap();
+        write_shard(material(m21), &interrupted, &level(3), None).unwrap();
+        // 1v2's header damaged, 2v1's last frame.
+        for (m, at) in [(m12, Some(10)), (m21, None)] {
+            let damaged = interrupted.path_for(&store::compressed_shard_name(m));
+            let mut bytes = std::fs::read(&damaged).unwrap();
+            let at = at.unwrap_or(bytes.len() - 1);
+            bytes[at] ^= 0x40;
+            std::fs::write(&damaged, bytes).unwrap();
+        }
         let partial = interrupted.partial().to_path_buf();
         drop(interrupted);
         std::fs::rename(&partial, tmp.path().join(format!(".resumed.partial-{}", u32::MAX))).unwrap();
 
         let mut out = OutputDir::prepare_resumable(&target, true).unwrap();
-        assert_eq!(out.adopted(), ["1v1.onitbz", "1v2.onitb", "1v2.onitbz", "2v2.onitb", "2v2.onitbz"]);
+        assert_eq!(out.adopted(), ["1v1.onitbz", "1v2.onitb", "1v2.onitbz", "2v1.onitbz", "2v2.onitb", "2v2.onitbz"]);
         let kept_inode = std::fs::metadata(out.path_for("2v2.onitbz")).unwrap().ino();
         let spec = level(3);
         let removed: Vec<String> = check_adopted(&mut out, &spec).unwrap().into_iter().map(|(name, _)| name).collect();
         assert_eq!(removed, ["1v1.onitbz", "1v2.onitb", "1v2.onitbz", "2v2.onitb"]);
-        assert_eq!(out.adopted(), ["2v2.onitbz"]);
+        assert_eq!(out.adopted(), ["2v1.onitbz", "2v2.onitbz"]);
         for finished in &solved.materials {
             let (stats, how) = write_shard(finished, &out, &spec, None).unwrap();
             let m = finished.material();
-            assert_eq!(how, if m == m22 { Published::Kept } else { Published::Written }, "{m}");
+            match how {
+                Published::Kept => assert_eq!(m, m22),
+                // Its header fits; its blocks are checked as they are read back.
+                Published::Replaced(why) => assert!(m == m21 && why.contains("block"), "{m}: {why}"),
+                Published::Written => assert!(m == m11 || m == m12, "{m}"),
+            }
             let values = &table.materials().iter().find(|s| s.index.material == m).unwrap().values;
             assert_eq!(stats, Stats::of_values(values), "{m}");
         }
