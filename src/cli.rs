@@ -531,8 +531,8 @@ fn generate(args: GenerateArgs) -> Result<()> {
         let shards = entries.filter(|e| onitb::store::is_shard_name(&e.file_name().to_string_lossy())).count();
         if args.work.is_some() && shards > 0 {
             reporter.warning(format_args!(
-                "{shards} finished shard{} stay in {} for --resume",
-                if shards == 1 { "" } else { "s" },
+                "{shards} finished shard{} in {} for --resume",
+                if shards == 1 { " stays" } else { "s stay" },
                 out.partial().display()
             ));
         }

@@ -297,6 +297,56 @@ fn whole_shards_in_partial(out: &Path) -> Vec<(String, u64)> {
     found
 }
 
+/// Runs `command` (a `generate` writing `out`) and kills it (SIGKILL) once
+/// a shard is whole beside the solve; the whole shards then.
+fn kill_once_a_shard_is_whole(mut command: Command, out: &Path) -> Vec<(String, u64)> {
+    let mut child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    while child.try_wait().unwrap().is_none() {
+        if !whole_shards_in_partial(out).is_empty() {
+            child.kill().unwrap();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.wait().unwrap();
+    let whole = whole_shards_in_partial(out);
+    assert!(!out.exists() && !whole.is_empty(), "killed with a shard whole beside the solve");
+    whole
+}
+
+/// A 4-men `generate` whose budget leaves room for the writer beside the
+/// solve (4 men fit in memory: a killed run's checkpoint holds finished
+/// pairs), at zstd `level`.
+fn beside_the_solve(work: &Path, out: &Path, level: &str) -> Command {
+    let mut command = onitb();
+    command.args(["generate", "--men", "4", "--mem", "256MiB", "--threads", "1", "--compress", level]);
+    command.args(["--work".as_ref(), work.as_os_str(), "--out".as_ref(), out.as_os_str()]);
+    command
+}
+
+/// A resumed run that fails (here its work files are damaged) leaves the
+/// shards it kept where the next `--resume` finds them, and says so.
+#[test]
+fn a_resumed_run_that_fails_leaves_its_shards_for_the_next() {
+    let root = tempfile::tempdir().unwrap();
+    let (work, out) = (root.path().join("w"), root.path().join("out"));
+    let whole = kill_once_a_shard_is_whole(beside_the_solve(&work, &out, "3"), &out);
+    // Every packed values file damaged: no shard can be written from them.
+    for entry in fs::read_dir(&work).unwrap().flatten() {
+        if entry.file_name().to_string_lossy().ends_with(".packed") {
+            let mut bytes = fs::read(entry.path()).unwrap();
+            bytes[20] ^= 0x55;
+            fs::write(entry.path(), bytes).unwrap();
+        }
+    }
+    let resumed = beside_the_solve(&work, &out, "3").arg("--resume").output().unwrap();
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(!resumed.status.success(), "{stderr}");
+    assert!(stderr.contains("damaged") && stderr.contains("for --resume"), "{stderr}");
+    let left: Vec<String> = whole_shards_in_partial(&out).into_iter().map(|(name, _)| name).collect();
+    assert!(whole.iter().all(|(name, _)| left.contains(name)), "{whole:?} kept in {left:?}");
+}
+
 /// A run killed once shards are whole beside the solve keeps them on
 /// `--resume`: it says so, the files are those the killed run wrote (not
 /// written again), and the table is an uninterrupted run's. Resumed at
@@ -305,14 +355,7 @@ fn whole_shards_in_partial(out: &Path) -> Vec<(String, u64)> {
 fn a_resumed_run_keeps_the_shards_the_killed_run_finished() {
     use std::os::unix::fs::MetadataExt;
     let root = tempfile::tempdir().unwrap();
-    // A budget that leaves room for the writer beside the solve (4 men
-    // fit in memory: the killed run's checkpoint holds finished pairs).
-    let args = |work: &Path, out: &Path, level: &str| {
-        let mut command = onitb();
-        command.args(["generate", "--men", "4", "--mem", "256MiB", "--threads", "1", "--compress", level]);
-        command.args(["--work".as_ref(), work.as_os_str(), "--out".as_ref(), out.as_os_str()]);
-        command
-    };
+    let args = beside_the_solve;
     for (killed_level, resumed_level) in [("3", "3"), ("1", "3")] {
         let case = root.path().join(format!("{killed_level}-{resumed_level}"));
         fs::create_dir(&case).unwrap();
@@ -321,19 +364,7 @@ fn a_resumed_run_keeps_the_shards_the_killed_run_finished() {
         assert!(status.success());
 
         let (work, out) = (case.join("w1"), case.join("out"));
-        let mut child = args(&work, &out, killed_level).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-        let mut whole = Vec::new();
-        while child.try_wait().unwrap().is_none() {
-            whole = whole_shards_in_partial(&out);
-            if !whole.is_empty() {
-                child.kill().unwrap(); // SIGKILL
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        child.wait().unwrap();
-        assert!(!out.exists() && !whole.is_empty(), "killed with a shard whole beside the solve");
-        let whole = whole_shards_in_partial(&out);
+        let whole = kill_once_a_shard_is_whole(args(&work, &out, killed_level), &out);
 
         let resumed = args(&work, &out, resumed_level).arg("--resume").output().unwrap();
         let stderr = String::from_utf8_lossy(&resumed.stderr);
