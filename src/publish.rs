@@ -99,20 +99,22 @@ pub enum Published {
 }
 
 /// Checks the shards `out` adopted from an interrupted run against `spec`
-/// and removes those that do not fit it (a raw shard where compressed ones
-/// are written, another zstd level, other rules or size, a damaged
-/// header): they are written anew. Returns the names removed, each with
-/// what did not fit. Reads the headers only; the blocks of those kept are
+/// and discards those that do not fit it (a raw shard where compressed
+/// ones are written, another zstd level, other rules or size, a damaged
+/// header): they are written anew, their files removed only then
+/// ([`OutputDir::discard_adopted`]), so that a run refused for other
+/// arguments destroys nothing. Returns the names discarded, each with what
+/// did not fit. Reads the headers only; the blocks of those kept are
 /// checked when their statistics are read back ([`Published::Kept`]).
-pub fn check_adopted(out: &mut OutputDir, spec: &ShardSpec) -> Result<Vec<(String, String)>, StoreError> {
-    let mut removed = Vec::new();
+pub fn check_adopted(out: &mut OutputDir, spec: &ShardSpec) -> Vec<(String, String)> {
+    let mut discarded = Vec::new();
     for name in out.adopted().to_vec() {
         if let Some(misfit) = misfit(out, &name, spec) {
-            out.discard_adopted(&name)?;
-            removed.push((name, misfit));
+            out.discard_adopted(&name);
+            discarded.push((name, misfit));
         }
     }
-    Ok(removed)
+    discarded
 }
 
 /// What makes the shard file `name` in `out` unfit for a table of `spec`,
@@ -306,6 +308,7 @@ impl<'c> ShardWriter<'c> {
         spec: &ShardSpec<'c>,
         batch_blocks: Option<usize>,
     ) -> Result<ShardWriter<'c>, StoreError> {
+        out.clear_discarded(&ShardWriter::name(material, spec))?;
         Ok(match spec.compress {
             Some((level, context)) => {
                 let path = ShardWriter::path(material, out, spec);
@@ -761,7 +764,7 @@ mod tests {
         assert_eq!(out.adopted(), ["1v1.onitbz", "1v2.onitb", "1v2.onitbz", "2v1.onitbz", "2v2.onitb", "2v2.onitbz"]);
         let kept_inode = std::fs::metadata(out.path_for("2v2.onitbz")).unwrap().ino();
         let spec = level(3);
-        let removed: Vec<String> = check_adopted(&mut out, &spec).unwrap().into_iter().map(|(name, _)| name).collect();
+        let removed: Vec<String> = check_adopted(&mut out, &spec).into_iter().map(|(name, _)| name).collect();
         assert_eq!(removed, ["1v1.onitbz", "1v2.onitb", "1v2.onitbz", "2v2.onitb"]);
         assert_eq!(out.adopted(), ["2v1.onitbz", "2v2.onitbz"]);
         for finished in &solved.materials {

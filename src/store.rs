@@ -13,8 +13,9 @@
 //! partial directory when it fails, and `--resume` adopts the one a killed
 //! or failed run left: the shards in it are whole (a shard has its name
 //! only once whole and synced, `blockio::DirectAppender`), and the
-//! publishing code keeps those whose header fits the table instead of
-//! writing them again, which at 8 men was minutes of compression.
+//! publishing code keeps those that fit the table and pass a read-back
+//! check instead of writing them again, which at 8 men was minutes of
+//! compression.
 
 use crate::blockio::DirectAppender;
 use crate::format::{BLOCK_BYTES, FormatError, ShardHeader, header_len};
@@ -25,6 +26,7 @@ use crate::table::{SolvedMaterial, Table};
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use thiserror::Error;
 
 /// File name extension of a raw shard.
@@ -111,8 +113,15 @@ pub struct OutputDir {
     committed: bool,
     /// Left in place if dropped before committed, for `--resume`.
     resumable: bool,
-    /// Shards that an adopted partial directory held (file names).
+    /// Shards that an adopted partial directory held (file names), but
+    /// those discarded.
     adopted: Vec<String>,
+    /// Adopted shards found not to fit this table: removed when this run
+    /// writes their name or publishes the table, not before (a run that
+    /// fails first, e.g. refused for other arguments, keeps them for a
+    /// resume with the right ones). Behind a lock: writers beside the
+    /// solve clear theirs through a shared reference.
+    discarded: Mutex<Vec<String>>,
 }
 
 impl OutputDir {
@@ -153,7 +162,7 @@ impl OutputDir {
         for left in stale {
             let _ = fs::remove_dir_all(left);
         }
-        Ok(OutputDir { target, partial, committed: false, resumable, adopted })
+        Ok(OutputDir { target, partial, committed: false, resumable, adopted, discarded: Mutex::default() })
     }
 
     /// The shard file names the partial directory held when it was
@@ -162,17 +171,34 @@ impl OutputDir {
         &self.adopted
     }
 
-    /// Removes an adopted shard that does not belong in this table (the
-    /// publisher checked it), to be written anew.
-    pub fn discard_adopted(&mut self, name: &str) -> Result<(), StoreError> {
+    /// Takes an adopted shard that does not belong in this table (the
+    /// publisher checked it) off the adopted ones, to be written anew: its
+    /// file goes when [`OutputDir::clear_discarded`] is called for its
+    /// name or the table is published.
+    pub fn discard_adopted(&mut self, name: &str) {
+        if self.adopted.iter().any(|n| n == name) {
+            self.adopted.retain(|n| n != name);
+            self.discarded.get_mut().expect("not poisoned").push(name.to_string());
+        }
+    }
+
+    /// Removes the file `name` if it is a discarded adopted shard (once):
+    /// call it before writing a file of that name.
+    pub fn clear_discarded(&self, name: &str) -> Result<(), StoreError> {
+        let mut discarded = self.discarded.lock().expect("not poisoned");
+        if !discarded.iter().any(|n| n == name) {
+            return Ok(());
+        }
         let path = self.path_for(name);
         match fs::remove_file(&path) {
             Err(cause) if cause.kind() != io::ErrorKind::NotFound => {
-                return Err(StoreError::Io { action: "remove the unfitting shard", path, cause });
+                Err(StoreError::Io { action: "remove the interrupted run's unfitting shard", path, cause })
             }
-            _ => self.adopted.retain(|n| n != name),
+            _ => {
+                discarded.retain(|n| n != name);
+                Ok(())
+            }
         }
-        Ok(())
     }
 
     /// The hidden directory the table is written in until it is complete.
@@ -201,6 +227,10 @@ impl OutputDir {
     /// Syncs the files written under [`OutputDir::path_for`] (each writer
     /// syncs its own file) and moves the directory into place.
     pub fn finish(mut self) -> Result<(), StoreError> {
+        // Those this run did not write again.
+        for name in self.discarded.get_mut().expect("not poisoned").clone() {
+            self.clear_discarded(&name)?;
+        }
         sync_dir(&self.partial)?;
         // The target may have changed during a long solve.
         check_target(&self.target)?;

@@ -365,6 +365,11 @@ fn a_resumed_run_keeps_the_shards_the_killed_run_finished() {
 
         let (work, out) = (case.join("w1"), case.join("out"));
         let whole = kill_once_a_shard_is_whole(args(&work, &out, killed_level), &out);
+        // A resume with other rules is refused, and leaves the shards as
+        // they were (its check finds them unfit, but removes nothing).
+        let wrong = args(&work, &out, resumed_level).args(["--resume", "--no-move", "loss"]).output().unwrap();
+        assert!(!wrong.status.success() && String::from_utf8_lossy(&wrong.stderr).contains("not of these arguments"));
+        assert_eq!(whole_shards_in_partial(&out), whole, "the refused run destroyed nothing");
 
         let resumed = args(&work, &out, resumed_level).arg("--resume").output().unwrap();
         let stderr = String::from_utf8_lossy(&resumed.stderr);
