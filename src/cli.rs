@@ -15,7 +15,7 @@ use onitb::probe::MoveValue;
 use onitb::publish::{self, BackgroundShards, Beside, Published, ShardSpec};
 use onitb::rules::{CardSet, MAX_PIECES_PER_SIDE, NoMoveRule, Outcome, Rules};
 use onitb::shard::{self, TableFiles};
-use onitb::solver::{self, IoTotals, PairPlan, Progress, SolveConfig, StepTimes};
+use onitb::solver::{self, IoTotals, PairPlan, PairTime, Progress, SolveConfig, StepTimes};
 use onitb::store::OutputDir;
 use onitb::{Stats, Tablebase, Value, verify};
 use serde::Serialize;
@@ -497,7 +497,7 @@ fn generate(args: GenerateArgs) -> Result<()> {
         let writer =
             background.and_then(|(work, _)| BackgroundShards::start(scope, work.clone(), (&out, spec), &shard_written));
         let solved = solver::solve_with(&rules, max_per_side, &config, &|p| {
-            if let (Progress::RunStarted { pairs }, Some(work)) = (&p, &args.work) {
+            if let (Progress::RunStarted { pairs, .. }, Some(work)) = (&p, &args.work) {
                 report_work_disk(&reporter, work, pairs);
             }
             if let Some(writer) = &writer {
@@ -612,32 +612,58 @@ struct Reporter {
 /// pair solved like it (in memory or streamed: the solver's plan says which
 /// each will be). No estimate while a kind of pair still to come has no
 /// rate yet: at 8 men an in-memory rate put the whole run at 10 minutes.
+/// A resumed run starts from the times its checkpoint recorded: those of
+/// the pairs the earlier runs finished, and what they spent on the pair
+/// it goes on with.
 #[derive(Default)]
 struct Eta {
     /// Pairs not started yet, from the solver's plan.
     left: Vec<PairPlan>,
     /// Seconds per layout of the last finished pair, in memory or streamed.
     rate: [Option<f64>; 2],
-    /// The pair in progress: when it started, its layouts, streamed?
-    current: Option<(Instant, u64, bool)>,
+    /// The pair in progress.
+    current: Option<PairInProgress>,
+}
+
+#[derive(Clone, Copy)]
+struct PairInProgress {
+    /// When this run took it up, and the time earlier runs spent on it.
+    started: Instant,
+    spent_before: Duration,
+    layouts: u64,
+    streamed: bool,
+}
+
+impl PairInProgress {
+    fn spent_secs(&self) -> f64 {
+        (self.spent_before + self.started.elapsed()).as_secs_f64()
+    }
 }
 
 impl Eta {
-    fn pair_started(&mut self, materials: [Material; 2], layouts: u64, streamed: bool) {
+    /// The pairs to solve, and the times of those earlier runs finished.
+    fn run_started(&mut self, pairs: Vec<PairPlan>, earlier: &[PairTime]) {
+        self.left = pairs;
+        for time in earlier {
+            self.rate[time.streamed as usize] = Some(time.spent_ms as f64 / 1e3 / time.layouts.max(1) as f64);
+        }
+    }
+
+    fn pair_started(&mut self, materials: [Material; 2], layouts: u64, streamed: bool, spent_before: Duration) {
         self.left.retain(|p| p.materials != materials);
-        self.current = Some((Instant::now(), layouts, streamed));
+        self.current = Some(PairInProgress { started: Instant::now(), spent_before, layouts, streamed });
     }
 
     fn pair_done(&mut self) {
-        if let Some((start, layouts, streamed)) = self.current.take() {
-            self.rate[streamed as usize] = Some(start.elapsed().as_secs_f64() / layouts.max(1) as f64);
+        if let Some(pair) = self.current.take() {
+            self.rate[pair.streamed as usize] = Some(pair.spent_secs() / pair.layouts.max(1) as f64);
         }
     }
 
     /// The tail of a progress line: the time left, or when there will be
     /// an estimate.
     fn text(&self) -> String {
-        let streams = self.current.is_some_and(|c| c.2) || self.left.iter().any(|p| p.streamed);
+        let streams = self.current.is_some_and(|c| c.streamed) || self.left.iter().any(|p| p.streamed);
         match self.left_secs() {
             Some(secs) => format!(", ETA ~{}", elapsed(Duration::from_secs_f64(secs))),
             None if streams && self.rate[1].is_none() => ", ETA once the first streamed pair is done".to_string(),
@@ -648,10 +674,11 @@ impl Eta {
     /// Seconds left, if there is a rate for the pair in progress and for
     /// every kind of pair still to come.
     fn left_secs(&self) -> Option<f64> {
-        let (start, layouts, streamed) = self.current?;
-        let rate = self.rate[streamed as usize]?;
+        let current = self.current?;
+        let rate = self.rate[current.streamed as usize]?;
         // The current pair counts as at least 5% left until it is done.
-        let pair_left = (layouts as f64 * rate - start.elapsed().as_secs_f64()).max(0.05 * layouts as f64 * rate);
+        let whole = current.layouts as f64 * rate;
+        let pair_left = (whole - current.spent_secs()).max(0.05 * whole);
         let mut after = 0.0;
         for pair in &self.left {
             after += pair.layouts as f64 * self.rate[pair.streamed as usize]?;
@@ -698,16 +725,21 @@ impl Reporter {
 
     fn progress(&self, progress: Progress) {
         match progress {
-            Progress::RunStarted { pairs } => self.eta().left = pairs,
-            Progress::MaterialStarted { materials, layouts, streamed, resumed_at_plies } => {
-                self.eta().pair_started(materials, layouts, streamed);
+            Progress::RunStarted { pairs, earlier } => self.eta().run_started(pairs, &earlier),
+            Progress::MaterialStarted { materials, layouts, streamed, resumed_at_plies, spent_before } => {
+                self.eta().pair_started(materials, layouts, streamed, spent_before);
                 // A pair's work-file totals start from zero.
                 *self.last_io.lock().unwrap_or_else(|e| e.into_inner()) = (Instant::now(), IoTotals::default());
                 self.depth.store(resumed_at_plies.unwrap_or(0) as u64, Ordering::Relaxed);
                 let how = if streamed { "streamed from the work directory" } else { "in memory" };
+                // Checkpoints of earlier builds have no time spent.
+                let spent = match spent_before {
+                    Duration::ZERO => String::new(),
+                    spent => format!(", {} into it", elapsed(spent)),
+                };
                 let resumed = match resumed_at_plies {
-                    Some(0) => ", resumed after initialisation (checkpoint)".to_string(),
-                    Some(plies) => format!(", resumed after depth {plies} (checkpoint)"),
+                    Some(0) => format!(", resumed after initialisation (checkpoint{spent})"),
+                    Some(plies) => format!(", resumed after depth {plies} (checkpoint{spent})"),
                     None => String::new(),
                 };
                 self.line(format_args!("{}: started, {layouts} layouts, {how}{resumed}", pair(materials)));
@@ -888,15 +920,15 @@ mod tests {
         let (a, b) = (plan(1, 1, 1_000, false), plan(1, 2, 9_000, false));
         let (c, d) = (plan(2, 2, 100_000, true), plan(2, 3, 890_000, true));
         let mut eta = Eta { left: vec![a, b, c, d], ..Eta::default() };
-        eta.pair_started(a.materials, a.layouts, false);
+        eta.pair_started(a.materials, a.layouts, false, Duration::ZERO);
         assert_eq!(eta.left_secs(), None, "no estimate before a pair is finished");
         eta.pair_done();
         eta.rate[0] = Some(1e-6);
-        eta.pair_started(b.materials, b.layouts, false);
+        eta.pair_started(b.materials, b.layouts, false, Duration::ZERO);
         assert_eq!(eta.left_secs(), None, "streamed pairs to come, none finished yet");
         assert!(eta.text().contains("once the first streamed pair is done"), "{}", eta.text());
         eta.pair_done();
-        eta.pair_started(c.materials, c.layouts, true);
+        eta.pair_started(c.materials, c.layouts, true, Duration::ZERO);
         assert_eq!(eta.left_secs(), None, "this is the first streamed pair");
         assert!(eta.text().contains("once the first streamed pair is done"), "{}", eta.text());
         // 100,000 + 890,000 streamed layouts at 1e-5 s each: ~9.9 s.
@@ -906,10 +938,35 @@ mod tests {
         assert!(eta.text().starts_with(", ETA ~"), "{}", eta.text());
         // With only in-memory pairs left an in-memory rate is enough.
         let mut eta = Eta { left: vec![a, b], ..Eta::default() };
-        eta.pair_started(a.materials, a.layouts, false);
+        eta.pair_started(a.materials, a.layouts, false, Duration::ZERO);
         eta.pair_done();
-        eta.pair_started(b.materials, b.layouts, false);
+        eta.pair_started(b.materials, b.layouts, false, Duration::ZERO);
         assert!(eta.left_secs().is_some());
+    }
+
+    /// A run resumed in the last streamed pair has an estimate at once,
+    /// from the times its checkpoint recorded, and counts the time earlier
+    /// runs spent on that pair as done.
+    #[test]
+    fn a_resumed_run_estimates_from_the_checkpointed_times() {
+        let m = |mover, opponent| [Material::new(mover, opponent), Material::new(opponent, mover)];
+        let last = PairPlan { materials: m(2, 2), layouts: 1_000_000, streamed: true };
+        // The earlier run took 20 s for 1,000,000 in-memory layouts and
+        // 30 s for 1,000,000 streamed ones, then 10 s into the last pair.
+        let earlier = [
+            PairTime { layouts: 1_000_000, streamed: false, spent_ms: 20_000 },
+            PairTime { layouts: 1_000_000, streamed: true, spent_ms: 30_000 },
+        ];
+        let mut eta = Eta::default();
+        eta.run_started(vec![last], &earlier);
+        eta.pair_started(last.materials, last.layouts, true, Duration::from_secs(10));
+        let left = eta.left_secs().expect("an estimate from the earlier run's streamed pair");
+        assert!((19.0..=20.0).contains(&left), "30 s at the streamed rate, 10 s of it done: {left}");
+        // Without times (a checkpoint of an earlier build) there is none.
+        let mut eta = Eta::default();
+        eta.run_started(vec![last], &[]);
+        eta.pair_started(last.materials, last.layouts, true, Duration::ZERO);
+        assert!(eta.text().contains("once the first streamed pair is done"), "{}", eta.text());
     }
 
     #[test]

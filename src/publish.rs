@@ -451,7 +451,7 @@ impl<'scope> BackgroundShards<'scope> {
     pub fn observe(&self, progress: &Progress) {
         let mut pairs_left = self.pairs_left.lock().expect("not poisoned");
         let materials = match progress {
-            Progress::RunStarted { pairs } => {
+            Progress::RunStarted { pairs, .. } => {
                 *pairs_left = Some(pairs.len());
                 return;
             }
@@ -571,7 +571,9 @@ mod tests {
         let pairs = [Material::new(1, 1), Material::new(1, 2), Material::new(2, 2)];
         let plan = |m: Material| PairPlan { materials: [m, m.flipped()], layouts: 0, streamed: false };
         let done = pairs.iter().map(|&m| Progress::MaterialDone { materials: [m, m.flipped()] });
-        std::iter::once(Progress::RunStarted { pairs: pairs.iter().map(|&m| plan(m)).collect() }).chain(done).collect()
+        std::iter::once(Progress::RunStarted { pairs: pairs.iter().map(|&m| plan(m)).collect(), earlier: Vec::new() })
+            .chain(done)
+            .collect()
     }
 
     /// Shards written beside the solve (the materials of every pair but the
@@ -800,7 +802,7 @@ mod tests {
             let writer = BackgroundShards::start(scope, tmp.path().join("work"), (&out, spec), &|_| {}).unwrap();
             let m = Material::new(2, 2);
             let plan = PairPlan { materials: [m, m], layouts: 0, streamed: false };
-            writer.observe(&Progress::RunStarted { pairs: vec![plan, plan] });
+            writer.observe(&Progress::RunStarted { pairs: vec![plan, plan], earlier: Vec::new() });
             writer.observe(&Progress::MaterialResumed { materials: [m, m] });
             drop(writer);
         });

@@ -85,6 +85,17 @@ fn checkpointed_depth(work: &Path) -> Option<u64> {
     record["pair"]["depth_plies"].as_u64()
 }
 
+/// What the checkpoint in `work` says the runs spent: on each finished
+/// pair, (layouts, streamed, ms), and on the pair in progress, ms.
+fn checkpointed_times(work: &Path) -> (Vec<(u64, bool, u64)>, u64) {
+    let record: serde_json::Value = serde_json::from_slice(&fs::read(work.join("checkpoint.json")).unwrap()).unwrap();
+    let finished = record["times"].as_array().unwrap().iter();
+    let finished = finished
+        .map(|t| (t["layouts"].as_u64().unwrap(), t["streamed"].as_bool().unwrap(), t["spent_ms"].as_u64().unwrap()))
+        .collect();
+    (finished, record["pair"]["spent_ms"].as_u64().unwrap())
+}
+
 /// A quiet `generate` of [`ARGS`] into `work` and `out` (`--resume` if
 /// `resume`), with `extra` arguments.
 fn generate(work: &Path, out: &Path, resume: bool, extra: &[&str]) -> Command {
@@ -107,11 +118,17 @@ fn runs_killed_inside_a_streamed_pair_resume_from_its_last_checkpointed_step() {
 
     let (work, out) = (root.path().join("w1"), root.path().join("out"));
     let mut resumed_at = Vec::new();
+    let mut spent_ms = Vec::new();
     // Kill each run just after the pair (2v2, streamed at this budget) is
     // checkpointed past a depth, so it dies inside the next step.
     for kill_after in [2u64, 15, 30, 45] {
         if let Some(depth) = checkpointed_depth(&work) {
             resumed_at.push(depth);
+            let (finished, pair_ms) = checkpointed_times(&work);
+            // 1v1 and 1v2+2v1, in memory, their times kept across runs.
+            let shapes: Vec<(u64, bool)> = finished.iter().map(|&(layouts, streamed, _)| (layouts, streamed)).collect();
+            assert_eq!(shapes, [(600, false), (27_600, false)]);
+            spent_ms.push((finished, pair_ms));
         }
         let mut child = run(&work, &out, work.join("checkpoint.json").exists()).spawn().unwrap();
         loop {
@@ -128,6 +145,9 @@ fn runs_killed_inside_a_streamed_pair_resume_from_its_last_checkpointed_step() {
         assert!(!out.exists(), "the pair needs more than {kill_after} steps");
     }
     resumed_at.extend(checkpointed_depth(&work));
+    // Each run adds to the time spent on 2v2 (the runs' own time up to
+    // their last checkpoint), and leaves the finished pairs' times alone.
+    assert!(spent_ms.windows(2).all(|w| w[0].0 == w[1].0 && w[0].1 <= w[1].1), "{spent_ms:?}");
     // A damaged work file is refused, naming it, and leaves the work intact.
     let plane = work.join("2v2.won.0");
     let kept = fs::read(&plane).unwrap();

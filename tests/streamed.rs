@@ -102,7 +102,7 @@ fn the_announced_plan_is_what_the_solver_does() {
     let events = Mutex::new(Vec::new());
     let solved = solver::solve_with(&rules(NoMoveRule::Pass), 2, &config, &|p| events.lock().unwrap().push(p)).unwrap();
     let events = events.into_inner().unwrap();
-    let Some(Progress::RunStarted { pairs: plan }) = events.first() else { panic!("RunStarted comes first") };
+    let Some(Progress::RunStarted { pairs: plan, .. }) = events.first() else { panic!("RunStarted comes first") };
     let started: Vec<_> = events
         .iter()
         .filter_map(|e| match e {

@@ -88,6 +88,23 @@ struct Record {
     /// The streamed pair in progress, if a step of it was recorded.
     #[serde(default)]
     pair: Option<PairRecord>,
+    /// How long each finished pair took, in solving order (absent from
+    /// checkpoints of earlier builds: no time is known for those pairs).
+    #[serde(default)]
+    times: Vec<PairTime>,
+}
+
+/// How long a finished pair took to solve, over every run that worked on
+/// it (a run's time after its last checkpoint does not count: the next
+/// run did that work again). Progress reports use it to estimate the time
+/// left in a resumed run before it has finished a pair of its own.
+#[derive(Serialize, Deserialize, PartialEq, Eq, Debug, Clone, Copy)]
+pub struct PairTime {
+    /// Layouts of the pair's materials together.
+    pub layouts: u64,
+    /// Streamed through the work directory, or solved in memory.
+    pub streamed: bool,
+    pub spent_ms: u64,
 }
 
 /// How far a streamed pair got: the solver's state after its last recorded
@@ -106,6 +123,9 @@ pub struct PairRecord {
     pub pending_plies: u16,
     /// Steps in a row that decided nothing.
     pub quiet_steps: u32,
+    /// Time the runs so far spent on the pair up to this record.
+    #[serde(default)]
+    pub spent_ms: u64,
     /// Per material, in `materials` order.
     pub works: Vec<WorkRecord>,
 }
@@ -197,7 +217,9 @@ impl Checkpoint {
             }
             (Some(_), false) => return Err(CheckpointError::Exists(dir.to_path_buf())),
             (None, true) => return Err(CheckpointError::Missing(dir.to_path_buf())),
-            (None, false) => Record { version: CHECKPOINT_VERSION, run, finished: Vec::new(), pair: None },
+            (None, false) => {
+                Record { version: CHECKPOINT_VERSION, run, finished: Vec::new(), pair: None, times: Vec::new() }
+            }
         };
         let mut checkpoint = Checkpoint { dir: dir.to_path_buf(), record, lock };
         checkpoint.write()?;
@@ -213,14 +235,21 @@ impl Checkpoint {
         self.record.finished.contains(&(material.mover, material.opponent))
     }
 
-    /// Records materials as finished (the pair in progress is over); their
-    /// packed values must be synced and in place.
-    pub fn record_finished(&mut self, materials: &[Material]) -> Result<(), CheckpointError> {
+    /// How long the finished pairs took, in solving order.
+    pub fn pair_times(&self) -> &[PairTime] {
+        &self.record.times
+    }
+
+    /// Records materials as finished (the pair in progress is over), and
+    /// how long their pair took; their packed values must be synced and in
+    /// place.
+    pub fn record_finished(&mut self, materials: &[Material], time: PairTime) -> Result<(), CheckpointError> {
         for m in materials {
             if !self.is_finished(*m) {
                 self.record.finished.push((m.mover, m.opponent));
             }
         }
+        self.record.times.push(time);
         self.record.pair = None;
         self.write()
     }
@@ -294,6 +323,46 @@ mod tests {
         drop(again);
         remove(&work).unwrap();
         assert!(!work.join(LOCK_FILE).exists() && !work.join(CHECKPOINT_FILE).exists());
+    }
+
+    /// Finished pairs' times and the pair in progress's time so far are
+    /// read back by a resumed run; a record of an earlier build, which has
+    /// neither, reads as no times.
+    #[test]
+    fn pair_times_survive_a_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        let rules = Rules::default();
+        let mut first = Checkpoint::open(&work, (&rules, 2, false), false).unwrap();
+        let time = PairTime { layouts: 600, streamed: false, spent_ms: 8 };
+        first.record_finished(&[Material::new(1, 1)], time).unwrap();
+        let materials = vec![(1, 2), (2, 1)];
+        let pair = PairRecord {
+            materials: materials.clone(),
+            depth_plies: 3,
+            steps_done: false,
+            decided: 10,
+            pending_plies: 0,
+            quiet_steps: 0,
+            spent_ms: 1234,
+            works: Vec::new(),
+        };
+        first.record_step(pair).unwrap();
+        drop(first);
+        let again = Checkpoint::open(&work, (&rules, 2, false), true).unwrap();
+        assert_eq!(again.pair_times(), &[time]);
+        let pair = again.pair(&[Material::new(1, 2), Material::new(2, 1)]).expect("the pair in progress");
+        assert_eq!(pair.spent_ms, 1234);
+        drop(again);
+        // An earlier build's record: no `times`, no `spent_ms`.
+        let old = format!(
+            r#"{{"version":{CHECKPOINT_VERSION},"run":"{}","finished":[[1,1]],"pair":{{"materials":[[1,2],[2,1]],"depth_plies":3,"steps_done":false,"decided":10,"pending_plies":0,"quiet_steps":0,"works":[]}}}}"#,
+            describe(&rules, 2, false)
+        );
+        fs::write(work.join(CHECKPOINT_FILE), old).unwrap();
+        let old = Checkpoint::open(&work, (&rules, 2, false), true).unwrap();
+        assert!(old.pair_times().is_empty() && old.is_finished(Material::new(1, 1)));
+        assert_eq!(old.pair(&[Material::new(1, 2), Material::new(2, 1)]).unwrap().spent_ms, 0);
     }
 
     /// A run of a mirror-closed set that solved every placement is not

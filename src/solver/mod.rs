@@ -60,6 +60,7 @@ use crate::index::{Material, MaterialIndex};
 use crate::rules::{ALL_CARD_STATES, CARD_STATES, MAX_PIECES_PER_SIDE, Rules};
 use crate::table::{SolvedMaterial, Table};
 use crate::value::{MAX_LOSS_PLIES, Value};
+pub use checkpoint::PairTime;
 use checkpoint::{Checkpoint, PairRecord, WorkRecord};
 use compact::SolvedPlacements;
 use decision_log::{DecisionLog, LogMark};
@@ -126,6 +127,9 @@ pub enum Progress {
     /// are not counted), in the order they will be solved.
     RunStarted {
         pairs: Vec<PairPlan>,
+        /// How long the pairs an earlier run finished took, in solving
+        /// order (from its checkpoint; empty for a fresh run).
+        earlier: Vec<PairTime>,
     },
     MaterialStarted {
         materials: [Material; 2],
@@ -134,6 +138,8 @@ pub enum Progress {
         /// The step an earlier run's checkpoint got this pair to (0:
         /// initialised), if it goes on from there.
         resumed_at_plies: Option<u16>,
+        /// Time earlier runs spent on the pair up to that checkpoint.
+        spent_before: Duration,
     },
     /// A step of the pair in progress ended (depth 0: its initialisation,
     /// which visits every group): states decided so far, groups the step
@@ -1997,6 +2003,10 @@ struct PairCheckpoints<'a> {
     checkpoint: &'a mut Checkpoint,
     every: Duration,
     last: Instant,
+    /// When this run took the pair up, and the time earlier runs spent on
+    /// it: the record's `spent_ms`.
+    started: Instant,
+    spent_before: Duration,
 }
 
 /// Where a pair's stepping stands: what a checkpoint records besides the
@@ -2038,6 +2048,7 @@ fn record_pair(
         decided: state.decided,
         pending_plies: state.pending_plies,
         quiet_steps: state.quiet_steps,
+        spent_ms: millis(cp.spent_before + cp.started.elapsed()),
         works: records,
     })?;
     for (work, slots) in works.iter_mut().zip(kept) {
@@ -2249,7 +2260,8 @@ pub fn solve_with(
             streamed: pair.is_streamed(config),
         })
         .collect();
-    progress(Progress::RunStarted { pairs: to_solve });
+    let earlier = checkpoint.as_ref().map_or(Vec::new(), |cp| cp.pair_times().to_vec());
+    progress(Progress::RunStarted { pairs: to_solve, earlier });
     let mut solved: BTreeMap<Material, FinishedMaterial> = BTreeMap::new();
     let mut io = IoTotals::default();
     let mut streamed_pairs = 0;
@@ -2318,7 +2330,9 @@ pub fn solve_with(
         }
         let layouts = works.iter().map(|w| w.index.layouts()).sum();
         let resumed_at_plies = resume.as_ref().map(|r| r.depth_plies);
-        progress(Progress::MaterialStarted { materials: pair, layouts, streamed, resumed_at_plies });
+        let spent_before = Duration::from_millis(resume.as_ref().map_or(0, |r| r.spent_ms));
+        let started = Instant::now();
+        progress(Progress::MaterialStarted { materials: pair, layouts, streamed, resumed_at_plies, spent_before });
         // Resident pairs hold their captured materials in memory too;
         // streamed ones unpack them a slice at a time.
         let mut loaded: Vec<Option<AlignedBuf>> = Vec::new();
@@ -2389,6 +2403,8 @@ pub fn solve_with(
             checkpoint,
             every: config.checkpoint_every,
             last: Instant::now(),
+            started,
+            spent_before,
         });
         solve_pair(rules, &moves, &mut works, &captured, streaming, resume.as_ref(), checkpoints, progress)?;
         if let Some(window) = &window {
@@ -2435,7 +2451,8 @@ pub fn solve_with(
                 .insert(material, FinishedMaterial { index: work.index, values_layout: work.values, values: finished });
         }
         if let Some(cp) = &mut checkpoint {
-            cp.record_finished(&members)?;
+            let spent_ms = millis(spent_before + started.elapsed());
+            cp.record_finished(&members, PairTime { layouts, streamed, spent_ms })?;
         }
         release_freed_heap();
         progress(Progress::MaterialDone { materials: pair });
@@ -2443,6 +2460,10 @@ pub fn solve_with(
     let materials = solved.into_values().collect();
     let _work_lock = checkpoint.map(Checkpoint::into_lock);
     Ok(Solved { rules: *rules, max_per_side, materials, io, streamed_pairs, pairs, _work_lock })
+}
+
+fn millis(time: Duration) -> u64 {
+    u64::try_from(time.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Lists every placement's quiet moves of a resident pair once, for all its
