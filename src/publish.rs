@@ -131,6 +131,8 @@ fn misfit(out: &OutputDir, name: &str, spec: &ShardSpec) -> Option<String> {
     };
     let shard = match ShardFile::open(&out.path_for(name)) {
         Ok(shard) => shard,
+        // The caller names the shard; the path would say it twice.
+        Err(StoreError::Format { cause, .. }) => return Some(cause.to_string()),
         Err(e) => return Some(e.to_string()),
     };
     // Raw shards hold block checksums, compressed ones none.
@@ -766,8 +768,16 @@ mod tests {
         assert_eq!(out.adopted(), ["1v1.onitbz", "1v2.onitb", "1v2.onitbz", "2v1.onitbz", "2v2.onitb", "2v2.onitbz"]);
         let kept_inode = std::fs::metadata(out.path_for("2v2.onitbz")).unwrap().ino();
         let spec = level(3);
-        let removed: Vec<String> = check_adopted(&mut out, &spec).into_iter().map(|(name, _)| name).collect();
+        let discarded = check_adopted(&mut out, &spec);
+        let removed: Vec<&str> = discarded.iter().map(|(name, _)| name.as_str()).collect();
         assert_eq!(removed, ["1v1.onitbz", "1v2.onitb", "1v2.onitbz", "2v2.onitb"]);
+        // Each says why; the caller names the shard, so the reason does
+        // not name its file again.
+        let why: Vec<&str> = discarded.iter().map(|(_, why)| why.as_str()).collect();
+        assert!(why[0].contains("compressed at level 1"), "{}", why[0]);
+        assert!(why[1].contains("writes compressed shards"), "{}", why[1]);
+        assert!(why[2].contains("scheme"), "byte 10 is the index scheme's: {}", why[2]);
+        assert!(why.iter().all(|why| !why.contains(".onitb")), "{why:?}");
         assert_eq!(out.adopted(), ["2v1.onitbz", "2v2.onitbz"]);
         for finished in &solved.materials {
             let (stats, how) = write_shard(finished, &out, &spec, None).unwrap();
