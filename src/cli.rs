@@ -634,6 +634,11 @@ struct PairInProgress {
     streamed: bool,
 }
 
+/// The rate a finished pair sets for the pairs solved like it.
+fn secs_per_layout(secs: f64, layouts: u64) -> f64 {
+    secs / layouts.max(1) as f64
+}
+
 impl PairInProgress {
     fn spent_secs(&self) -> f64 {
         (self.spent_before + self.started.elapsed()).as_secs_f64()
@@ -645,7 +650,7 @@ impl Eta {
     fn run_started(&mut self, pairs: Vec<PairPlan>, earlier: &[PairTime]) {
         self.left = pairs;
         for time in earlier {
-            self.rate[time.streamed as usize] = Some(time.spent_ms as f64 / 1e3 / time.layouts.max(1) as f64);
+            self.rate[time.streamed as usize] = Some(secs_per_layout(time.spent_ms as f64 / 1e3, time.layouts));
         }
     }
 
@@ -656,7 +661,7 @@ impl Eta {
 
     fn pair_done(&mut self) {
         if let Some(pair) = self.current.take() {
-            self.rate[pair.streamed as usize] = Some(pair.spent_secs() / pair.layouts.max(1) as f64);
+            self.rate[pair.streamed as usize] = Some(secs_per_layout(pair.spent_secs(), pair.layouts));
         }
     }
 
