@@ -91,9 +91,19 @@ struct VerifyArgs {
     #[arg(required = true)]
     paths: Vec<PathBuf>,
     /// Also re-derive every value from its successors (table directories
-    /// only; loads the table into memory).
+    /// only; loads the table into memory, unless --sample).
     #[arg(long)]
     deep: bool,
+    /// With --deep: check N layouts (each with its 30 card deals), in runs
+    /// of 64 from random places, reading blocks through a cache of 256
+    /// MiB instead of loading the table; N at least the table's layouts
+    /// checks them all.
+    #[arg(long, value_name = "N", requires = "deep", value_parser = clap::value_parser!(u64).range(1..))]
+    sample: Option<u64>,
+    /// With --sample: picks the layouts [default: from the clock; printed,
+    /// to check the same ones again].
+    #[arg(long, value_name = "S", requires = "sample")]
+    seed: Option<u64>,
     /// Worker threads [default: one per core].
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
@@ -206,17 +216,17 @@ pub fn run(cli: Cli) -> Result<()> {
     }
 }
 
+/// Starts the worker threads, `threads` of them or one per core. Started
+/// here, not on first use, so that threads the system refuses (a limit on
+/// processes or memory) are an error, not a panic.
 fn set_threads(threads: Option<usize>) -> Result<()> {
-    if let Some(threads) = threads {
-        if threads == 0 {
-            bail!("--threads must be at least 1");
-        }
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build_global()
-            .context("cannot start the worker threads")?;
+    if threads == Some(0) {
+        bail!("--threads must be at least 1");
     }
-    Ok(())
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.unwrap_or(0))
+        .build_global()
+        .context("cannot start the worker threads")
 }
 
 fn out(text: &str) -> Result<()> {
@@ -285,6 +295,10 @@ fn verify_command(args: VerifyArgs) -> Result<()> {
             if !path.is_dir() {
                 bail!("--deep needs table directories, '{}' is not one", path.display());
             }
+            if let Some(layouts) = args.sample {
+                deep_check_sample(path, layouts, args.seed)?;
+                continue;
+            }
             let progress = |m: Material| {
                 let _ = out(&format!("deep check {}: {m}\n", path.display()));
             };
@@ -295,6 +309,36 @@ fn verify_command(args: VerifyArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `verify --deep --sample`: a line at the start, one at least every
+/// [`PROGRESS_EVERY`] while it runs, and the result.
+fn deep_check_sample(path: &Path, layouts: u64, seed: Option<u64>) -> Result<()> {
+    let seed = seed.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+    });
+    out(&format!("deep check {}: a sample of {layouts} layouts, --seed {seed}\n", path.display()))?;
+    let start = Instant::now();
+    let last = std::sync::Mutex::new(start);
+    let progress = |done: u64, of: u64| {
+        let mut last = last.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if last.elapsed() >= PROGRESS_EVERY && done < of {
+            *last = Instant::now();
+            let _ = out(&format!("deep check {}: {done}/{of} layouts\n", path.display()));
+        }
+    };
+    let report = verify::verify_deep_sample(path, verify::Sample { layouts, seed }, &progress)?;
+    if let Some(found) = report.found {
+        bail!("'{}': {found}", path.display());
+    }
+    out(&format!(
+        "deep check ok: {} layouts of {} ({:.4}%) in {:.1} s: {}\n",
+        report.layouts,
+        report.table_layouts,
+        100.0 * report.layouts as f64 / report.table_layouts.max(1) as f64,
+        start.elapsed().as_secs_f64(),
+        path.display()
+    ))
 }
 
 /// The table and the position given in notation.

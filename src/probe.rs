@@ -7,7 +7,7 @@
 //! (wins in one ply) are recomputed from the rules.
 
 use crate::format::Content;
-use crate::index::{Layout, Material};
+use crate::index::{Layout, Material, MaterialIndex};
 use crate::rules::{CARD_STATES, Move, Outcome, Position, Rules};
 use crate::shard::{Context, TableFiles};
 use crate::store::StoreError;
@@ -30,6 +30,8 @@ pub enum ProbeError {
     GameOver,
     #[error("material {material} is not in this table of up to {max_per_side} pieces per side")]
     NotInTable { material: Material, max_per_side: usize },
+    #[error("material {material} has no layout {layout}")]
+    OutOfRange { material: Material, layout: u64 },
     #[error("the table holds win/draw/loss only; probing needs a table of values")]
     WdlOnly,
     #[error("the table is wrong: material {material} layout {layout} card state {card_state} holds byte {byte}")]
@@ -115,6 +117,41 @@ impl Tablebase {
             Some(Value::Win(1)) if recomputes => Err(wrong()),
             Some(value) => Ok(value),
         }
+    }
+
+    /// The index of `material`.
+    ///
+    /// # Panics
+    /// If the table does not hold `material`.
+    pub fn index(&self, material: Material) -> Arc<MaterialIndex> {
+        self.context.index(material)
+    }
+
+    /// The value bytes of the 30 card states of layout `layout` of
+    /// `material`, as the table holds them (a compressed shard's recomputed
+    /// values included; a game-over layout's are 0), in card-state order.
+    /// For checking tables; [`Tablebase::probe`] is the way to ask for a
+    /// position's value.
+    pub fn layout_bytes(&self, material: Material, layout: u64) -> Result<[u8; CARD_STATES], ProbeError> {
+        let Some(slot) = self.files.shards.iter().position(|s| s.material() == material) else {
+            return Err(ProbeError::NotInTable { material, max_per_side: self.max_per_side() });
+        };
+        if layout >= self.context.index(material).layouts() {
+            return Err(ProbeError::OutOfRange { material, layout });
+        }
+        let block_bytes = crate::format::BLOCK_BYTES as u64;
+        let mut bytes = [0u8; CARD_STATES];
+        let mut at = layout * CARD_STATES as u64;
+        let mut filled = 0;
+        // A layout's bytes may straddle two blocks.
+        while filled < CARD_STATES {
+            let block = self.block(slot, (at / block_bytes) as usize)?;
+            let offset = (at % block_bytes) as usize;
+            let n = (CARD_STATES - filled).min(block.len() - offset);
+            bytes[filled..filled + n].copy_from_slice(&block[offset..offset + n]);
+            (filled, at) = (filled + n, at + n as u64);
+        }
+        Ok(bytes)
     }
 
     /// Every legal move with its value for the mover, best first. Moves of

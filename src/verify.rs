@@ -3,14 +3,18 @@
 //!
 //! Owns `onitb verify` and `onitb verify --deep`. The checksum pass streams
 //! each shard in batches of blocks (O_DIRECT where possible) and checks the
-//! blocks of a batch in parallel; it never holds more than one batch. The deep pass loads the
-//! table (successors are spread over whole materials) and re-derives each
-//! position's value from its successors with the rules' move generator,
-//! one rayon task per run of layouts.
+//! blocks of a batch in parallel; it never holds more than one batch. The
+//! deep pass re-derives each position's value from its successors with
+//! the rules' move generator, one rayon task per run of layouts: over the
+//! whole table loaded (successors are spread over whole materials; refused
+//! if it does not fit the memory available), or over a sample of layouts
+//! read through a bounded block cache (`--sample`).
 
 use crate::blockio::{ALIGN_BYTES, Buffer, BufferPool};
+use crate::format::BLOCK_BYTES;
 use crate::index::{Layout, Material, MaterialIndex};
 use crate::notation::{Colour, Setup, to_notation};
+use crate::probe::{ProbeError, Tablebase};
 use crate::rules::{CARD_STATES, CardState, NoMoveRule, Outcome, Position, Rules};
 use crate::shard::{ShardFile, TableFiles};
 use crate::store::{StoreError, is_shard_name, material_of_name};
@@ -19,8 +23,11 @@ use crate::value::{NO_VALUE, Value, negate};
 use rayon::prelude::*;
 use std::fmt;
 use std::fs;
+use std::ops::Range;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use thiserror::Error;
 
 /// Most stored bytes read at once by the checksum pass.
 const BATCH_BYTES_MAX: u64 = 64 << 20;
@@ -242,23 +249,90 @@ impl fmt::Display for Inconsistency {
     }
 }
 
+/// What the deep check can fail with, besides finding a wrong value.
+#[derive(Debug, Error)]
+pub enum VerifyError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Probe(#[from] ProbeError),
+    #[error(
+        "the deep check of every value holds the whole table in memory, {} GiB, but only {} GiB is available; \
+         check a sample of it instead (--sample N), which reads blocks through a cache of {} MiB",
+        gib(*needed_bytes),
+        gib(*available_bytes),
+        SAMPLE_CACHE_BLOCKS * BLOCK_BYTES as usize / (1 << 20)
+    )]
+    TooBig { needed_bytes: u64, available_bytes: u64 },
+}
+
+fn gib(bytes: u64) -> String {
+    format!("{:.2}", bytes as f64 / (1u64 << 30) as f64)
+}
+
 /// Re-derives every value of the table in `dir` from its successors and
 /// returns the first inconsistency (in material, then layout order).
-/// `progress` is called before each material.
-pub fn verify_deep(dir: &Path, progress: &(dyn Fn(Material) + Sync)) -> Result<Option<Inconsistency>, StoreError> {
-    let table = TableFiles::open(dir)?.load()?;
+/// `progress` is called before each material. Loads the whole table: a
+/// table bigger than the memory available is refused up front
+/// ([`VerifyError::TooBig`]; [`verify_deep_sample`] checks such a table).
+pub fn verify_deep(dir: &Path, progress: &(dyn Fn(Material) + Sync)) -> Result<Option<Inconsistency>, VerifyError> {
+    let files = TableFiles::open(dir)?;
+    let needed_bytes = files.shards.iter().map(|s| s.header().values_len()).sum();
+    fits_in_memory(needed_bytes, available_memory_bytes())?;
+    let table = files.load()?;
     Ok(check_table(&table, progress))
+}
+
+/// Refuses a load of `needed_bytes` when less is available (unknown:
+/// allowed).
+fn fits_in_memory(needed_bytes: u64, available_bytes: Option<u64>) -> Result<(), VerifyError> {
+    match available_bytes {
+        Some(available_bytes) if needed_bytes > available_bytes => {
+            Err(VerifyError::TooBig { needed_bytes, available_bytes })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Memory this process can still take: the kernel's estimate of what can
+/// be allocated without swapping (`MemAvailable`), less if the process's
+/// cgroup (v2) has a lower limit. `None` where neither can be read.
+fn available_memory_bytes() -> Option<u64> {
+    let meminfo = fs::read_to_string("/proc/meminfo").ok();
+    let machine = meminfo.as_deref().and_then(|text| {
+        let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    });
+    let read = |name: &str| fs::read_to_string(Path::new("/sys/fs/cgroup").join(name)).ok();
+    // `memory.max` is "max" when there is no limit, and the root cgroup
+    // has neither file.
+    let cgroup = match (read("memory.max"), read("memory.current")) {
+        (Some(max), Some(current)) => {
+            let max: Option<u64> = max.trim().parse().ok();
+            let current: Option<u64> = current.trim().parse().ok();
+            max.zip(current).map(|(max, current)| max.saturating_sub(current))
+        }
+        _ => None,
+    };
+    match (machine, cgroup) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// The deep check of a table in memory.
 pub fn check_table(table: &Table, progress: &(dyn Fn(Material) + Sync)) -> Option<Inconsistency> {
-    for solved in table.materials() {
+    for (slot, solved) in table.materials().iter().enumerate() {
         progress(solved.index.material);
         let layouts = solved.index.layouts();
         let tasks = layouts.div_ceil(LAYOUTS_PER_TASK);
         let found = (0..tasks).into_par_iter().find_map_first(|task| {
             let end = ((task + 1) * LAYOUTS_PER_TASK).min(layouts);
-            (task * LAYOUTS_PER_TASK..end).find_map(|n| check_layout(table, &solved.index, &solved.values, n))
+            (task * LAYOUTS_PER_TASK..end).find_map(|n| match check_layout(table, slot, n) {
+                Ok(found) => found,
+                Err(never) => match never {},
+            })
         });
         if found.is_some() {
             return found;
@@ -267,11 +341,213 @@ pub fn check_table(table: &Table, progress: &(dyn Fn(Material) + Sync)) -> Optio
     None
 }
 
-/// Where a move leads: a win on the spot, or a layout of some material.
+/// How many layouts [`verify_deep_sample`] checks, and which.
+#[derive(Clone, Copy, Debug)]
+pub struct Sample {
+    /// Layouts to check (all 30 card states of each); at least the
+    /// table's layouts: every one.
+    pub layouts: u64,
+    /// Picks the layouts: the same seed picks the same ones.
+    pub seed: u64,
+}
+
+/// What [`verify_deep_sample`] checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SampleReport {
+    /// Layouts checked (runs that overlapped counted once).
+    pub layouts: u64,
+    /// Layouts in the whole table.
+    pub table_layouts: u64,
+    /// The first inconsistency, in material and layout order.
+    pub found: Option<Inconsistency>,
+}
+
+/// Consecutive layouts checked from each place the sample picks (four
+/// placements of 4v4): their successors share blocks, so a layout of a
+/// run reads fewer blocks than a layout alone. At 6 men through a
+/// compressed table, 20,000 layouts in runs of 1, 16 and 64 took 25.2,
+/// 11.6 and 5.9 s (docs/BENCHMARKS.md, session 61).
+pub const SAMPLE_RUN_LAYOUTS: u64 = 64;
+
+/// Blocks the sampled deep check keeps (4 MiB each): what bounds its
+/// memory.
+pub const SAMPLE_CACHE_BLOCKS: usize = 64;
+
+/// Runs of a sample checked between two calls of the progress function.
+const SAMPLE_RUNS_PER_PART: usize = 256;
+
+/// The deep check of `sample.layouts` layouts of the table in `dir`, each
+/// against its successors, reading blocks through a cache of
+/// [`SAMPLE_CACHE_BLOCKS`] blocks whatever the table's size. The layouts
+/// are runs of [`SAMPLE_RUN_LAYOUTS`] from places picked uniformly over
+/// the table's layouts by `sample.seed`; a sample as big as the table
+/// checks every layout. `progress(done, layouts)` is called as parts of
+/// the sample are done. Blocks read are checked as probing checks them, so
+/// a damaged block is an error, not an inconsistency.
+pub fn verify_deep_sample(
+    dir: &Path,
+    sample: Sample,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<SampleReport, VerifyError> {
+    let source = ShardValues::open(dir)?;
+    let sizes: Vec<u64> = source.indexes.iter().map(|index| index.layouts()).collect();
+    let runs = sample_runs(&sizes, sample);
+    let layouts: u64 = runs.iter().map(|(_, range)| range.end - range.start).sum();
+    let table_layouts = sizes.iter().sum();
+    let mut done = 0;
+    for part in runs.chunks(SAMPLE_RUNS_PER_PART) {
+        let found = part
+            .par_iter()
+            .map(|(slot, range)| {
+                range.clone().map(|n| check_layout(&source, *slot, n)).find(|r| !matches!(r, Ok(None)))
+            })
+            .find_map_first(|first| first.map(Result::transpose))
+            .flatten();
+        if let Some(found) = found.transpose()? {
+            return Ok(SampleReport { layouts, table_layouts, found: Some(found) });
+        }
+        done += part.iter().map(|(_, range)| range.end - range.start).sum::<u64>();
+        progress(done, layouts);
+    }
+    Ok(SampleReport { layouts, table_layouts, found: None })
+}
+
+/// The runs of layouts a sample checks: (material slot, layouts), sorted,
+/// not overlapping.
+fn sample_runs(sizes: &[u64], sample: Sample) -> Vec<(usize, Range<u64>)> {
+    let total: u64 = sizes.iter().sum();
+    if sample.layouts >= total {
+        return sizes.iter().enumerate().flat_map(|(slot, &n)| every_run(slot, n)).collect();
+    }
+    let mut random = SplitMix64(sample.seed);
+    let mut runs: Vec<(usize, Range<u64>)> = (0..sample.layouts.div_ceil(SAMPLE_RUN_LAYOUTS))
+        .map(|_| {
+            // A layout number over the whole table, then within its material.
+            let mut at = random.below(total);
+            let mut slot = 0;
+            while at >= sizes[slot] {
+                at -= sizes[slot];
+                slot += 1;
+            }
+            (slot, at..(at + SAMPLE_RUN_LAYOUTS).min(sizes[slot]))
+        })
+        .collect();
+    runs.sort_by_key(|(slot, range)| (*slot, range.start));
+    let mut merged: Vec<(usize, Range<u64>)> = Vec::with_capacity(runs.len());
+    for (slot, range) in runs {
+        match merged.last_mut() {
+            Some((last, before)) if *last == slot && range.start <= before.end => {
+                before.end = before.end.max(range.end)
+            }
+            _ => merged.push((slot, range)),
+        }
+    }
+    merged
+}
+
+/// Every layout of a material, as runs.
+fn every_run(slot: usize, layouts: u64) -> impl Iterator<Item = (usize, Range<u64>)> {
+    let step = SAMPLE_RUN_LAYOUTS * 64;
+    (0..layouts.div_ceil(step)).map(move |k| (slot, k * step..((k + 1) * step).min(layouts)))
+}
+
+/// Sebastiano Vigna's SplitMix64: a fixed, seedable sequence is all the
+/// sample needs (not worth a dependency).
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (n > 0); the bias, under n / 2^64, does not matter here.
+    fn below(&mut self, n: u64) -> u64 {
+        ((self.next() as u128 * n as u128) >> 64) as u64
+    }
+}
+
+/// Where the deep check reads value bytes: a table in memory, or shards a
+/// block at a time.
+trait ValueSource: Sync {
+    type Error;
+    fn rules(&self) -> &Rules;
+    /// The index of the material in `slot` (materials in order).
+    fn index(&self, slot: usize) -> &MaterialIndex;
+    /// The slot of `material`, which the table holds.
+    fn slot(&self, material: Material) -> usize;
+    /// The value bytes of the 30 card states of layout `layout`.
+    fn bytes(&self, slot: usize, layout: u64) -> Result<[u8; CARD_STATES], Self::Error>;
+}
+
+impl ValueSource for Table {
+    type Error = std::convert::Infallible;
+
+    fn rules(&self) -> &Rules {
+        Table::rules(self)
+    }
+
+    fn index(&self, slot: usize) -> &MaterialIndex {
+        &self.materials()[slot].index
+    }
+
+    fn slot(&self, material: Material) -> usize {
+        let found = self.materials().binary_search_by_key(&material, |m| m.index.material);
+        found.expect("captures lead to smaller materials of the table")
+    }
+
+    fn bytes(&self, slot: usize, layout: u64) -> Result<[u8; CARD_STATES], Self::Error> {
+        let at = layout as usize * CARD_STATES;
+        Ok(self.materials()[slot].values[at..at + CARD_STATES].try_into().expect("30 bytes"))
+    }
+}
+
+/// A table's shards read through a [`Tablebase`]'s cache of checked blocks.
+struct ShardValues {
+    tablebase: Tablebase,
+    materials: Vec<Material>,
+    indexes: Vec<Arc<MaterialIndex>>,
+}
+
+impl ShardValues {
+    fn open(dir: &Path) -> Result<ShardValues, VerifyError> {
+        let tablebase = Tablebase::with_cache(dir, SAMPLE_CACHE_BLOCKS)?;
+        let mut materials = Material::all_up_to(tablebase.max_per_side());
+        materials.sort();
+        let indexes = materials.iter().map(|&m| tablebase.index(m)).collect();
+        Ok(ShardValues { tablebase, materials, indexes })
+    }
+}
+
+impl ValueSource for ShardValues {
+    type Error = VerifyError;
+
+    fn rules(&self) -> &Rules {
+        self.tablebase.rules()
+    }
+
+    fn index(&self, slot: usize) -> &MaterialIndex {
+        &self.indexes[slot]
+    }
+
+    fn slot(&self, material: Material) -> usize {
+        self.materials.binary_search(&material).expect("captures lead to smaller materials of the table")
+    }
+
+    fn bytes(&self, slot: usize, layout: u64) -> Result<[u8; CARD_STATES], VerifyError> {
+        Ok(self.tablebase.layout_bytes(self.materials[slot], layout)?)
+    }
+}
+
+/// Where a move leads: a win on the spot, or a layout of some material
+/// (its value bytes).
 #[derive(Clone, Copy)]
-enum Successor<'a> {
+enum Successor {
     Win,
-    At { values: &'a [u8], layout: u64 },
+    At([u8; CARD_STATES]),
 }
 
 fn layout_of(position: &Position) -> Layout {
@@ -283,35 +559,36 @@ fn layout_of(position: &Position) -> Layout {
     }
 }
 
-fn successor<'a>(table: &'a Table, outcome: Outcome) -> Successor<'a> {
-    match outcome {
+fn successor<S: ValueSource>(source: &S, outcome: Outcome) -> Result<Successor, S::Error> {
+    Ok(match outcome {
         Outcome::Win => Successor::Win,
         Outcome::Continue(next) => {
             let material = Material::new(next.mover.count_ones() as usize, next.opponent.count_ones() as usize);
-            let solved = table.material(material).expect("captures lead to smaller materials of the table");
-            Successor::At { values: &solved.values, layout: solved.index.rank(&layout_of(&next)) }
+            let slot = source.slot(material);
+            Successor::At(source.bytes(slot, source.index(slot).rank(&layout_of(&next)))?)
         }
-    }
+    })
 }
 
 /// The value byte for the mover of a move into `successor` with card state
 /// `next` there; `None` if the successor's byte cannot be answered.
-fn move_byte(successor: Successor, next: CardState) -> Option<u8> {
+fn move_byte(successor: &Successor, next: CardState) -> Option<u8> {
     match successor {
         Successor::Win => Some(WIN_IN_1),
-        Successor::At { values, layout } => {
-            let byte = values[layout as usize * CARD_STATES + next.index()];
+        Successor::At(bytes) => {
+            let byte = bytes[next.index()];
             // 129 is a win in 253 plies: no loss byte answers it.
             (byte != NO_VALUE && byte != 129).then(|| negate(byte))
         }
     }
 }
 
-/// Checks the 30 card states of one layout.
-fn check_layout(table: &Table, index: &MaterialIndex, values: &[u8], n: u64) -> Option<Inconsistency> {
-    let rules = table.rules();
+/// Checks the 30 card states of layout `n` of the material in `slot`.
+fn check_layout<S: ValueSource>(source: &S, slot: usize, n: u64) -> Result<Option<Inconsistency>, S::Error> {
+    let rules = source.rules();
+    let index = source.index(slot);
     let layout = index.unrank(n);
-    let stored = &values[n as usize * CARD_STATES..][..CARD_STATES];
+    let stored = source.bytes(slot, n)?;
     let position = |k: usize| layout.with_cards(CardState::new(k));
     let inconsistency = |k: usize, derived: Option<u8>| {
         let setup = Setup { to_move: Colour::Red, position: position(k) };
@@ -325,73 +602,117 @@ fn check_layout(table: &Table, index: &MaterialIndex, values: &[u8], n: u64) -> 
         })
     };
     if position(0).is_game_over() {
-        return stored.iter().position(|&b| b != NO_VALUE).and_then(|k| inconsistency(k, Some(NO_VALUE)));
+        return Ok(stored.iter().position(|&b| b != NO_VALUE).and_then(|k| inconsistency(k, Some(NO_VALUE))));
     }
-    let per_card = successors_per_card(table, rules, &layout);
+    let per_card = successors_per_card(source, &layout)?;
     for (k, &byte) in stored.iter().enumerate() {
         let cards = CardState::new(k);
-        let derived = derive(table, rules, &per_card, position(k), cards);
+        let derived = derive(source, &per_card, position(k), cards)?;
         if derived != Some(byte) {
-            return inconsistency(k, derived);
+            return Ok(inconsistency(k, derived));
         }
     }
-    None
+    Ok(None)
 }
 
 /// The successors of a layout's moves with each card slot (the board part
 /// of a move does not depend on the card state).
-fn successors_per_card<'a>(table: &'a Table, rules: &Rules, layout: &Layout) -> [Vec<Successor<'a>>; 5] {
+fn successors_per_card<S: ValueSource>(source: &S, layout: &Layout) -> Result<[Vec<Successor>; 5], S::Error> {
     let mut per_card: [Vec<Successor>; 5] = Default::default();
     let mut done = 0u32;
     // Three deals that between them give the mover every card.
     for (mover, opponent, side) in [([0, 1], [2, 3], 4), ([2, 3], [0, 1], 4), ([4, 0], [1, 2], 3)] {
         let cards = CardState::from_hands(mover, opponent, side).expect("a deal");
         let position = layout.with_cards(cards);
-        for played in position.moves(rules) {
+        for played in position.moves(source.rules()) {
             if played.is_pass() || done & (1 << played.card_slot) != 0 {
                 continue;
             }
-            per_card[played.card_slot].push(successor(table, played.outcome));
+            per_card[played.card_slot].push(successor(source, played.outcome)?);
         }
         done |= (1 << mover[0]) | (1 << mover[1]);
     }
-    per_card
+    Ok(per_card)
 }
 
 /// The value byte a position's successors give it.
-fn derive(
-    table: &Table,
-    rules: &Rules,
+fn derive<S: ValueSource>(
+    source: &S,
     per_card: &[Vec<Successor>; 5],
     position: Position,
     cards: CardState,
-) -> Option<u8> {
+) -> Result<Option<u8>, S::Error> {
     let held = cards.mover_cards();
     let mut best = 0u8;
     if held.iter().all(|&c| per_card[c].is_empty()) {
-        return match rules.no_move {
-            NoMoveRule::Loss => Some(Value::Loss(0).to_byte()),
+        return match source.rules().no_move {
+            NoMoveRule::Loss => Ok(Some(Value::Loss(0).to_byte())),
             NoMoveRule::Pass => {
-                for played in position.moves(rules) {
-                    let Outcome::Continue(next) = played.outcome else { return None };
-                    best = best.max(move_byte(successor(table, played.outcome), next.cards)?);
+                for played in position.moves(source.rules()) {
+                    let Outcome::Continue(next) = played.outcome else { return Ok(None) };
+                    let Some(byte) = move_byte(&successor(source, played.outcome)?, next.cards) else {
+                        return Ok(None);
+                    };
+                    best = best.max(byte);
                 }
-                Some(best)
+                Ok(Some(best))
             }
         };
     }
     for c in held {
         let next = cards.after_playing(c);
-        for &s in &per_card[c] {
-            best = best.max(move_byte(s, next)?);
+        for s in &per_card[c] {
+            let Some(byte) = move_byte(s, next) else { return Ok(None) };
+            best = best.max(byte);
         }
     }
-    Some(best)
+    Ok(Some(best))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_table_bigger_than_the_memory_available_is_refused() {
+        assert!(fits_in_memory(10 << 30, Some(10 << 30)).is_ok());
+        assert!(fits_in_memory(10 << 30, None).is_ok(), "unknown: allowed");
+        let error = fits_in_memory(47 << 30, Some(20 << 30)).unwrap_err().to_string();
+        assert!(error.contains("47.00 GiB") && error.contains("20.00 GiB") && error.contains("--sample"), "{error}");
+        let available = available_memory_bytes().expect("Linux says what memory is available");
+        assert!(available > 0);
+    }
+
+    #[test]
+    fn a_sample_is_sorted_runs_inside_the_materials() {
+        let sizes = [100, 5, 10_000, 3_000_000];
+        let total: u64 = sizes.iter().sum();
+        let runs = sample_runs(&sizes, Sample { layouts: 20_000, seed: 9 });
+        assert_eq!(runs, sample_runs(&sizes, Sample { layouts: 20_000, seed: 9 }), "the seed picks the runs");
+        assert_ne!(runs, sample_runs(&sizes, Sample { layouts: 20_000, seed: 10 }));
+        for pair in runs.windows(2) {
+            let ((a, first), (b, second)) = (&pair[0], &pair[1]);
+            assert!(a < b || (a == b && first.end < second.start), "sorted, apart: {pair:?}");
+        }
+        assert!(runs.iter().all(|(slot, range)| range.start < range.end && range.end <= sizes[*slot]));
+        let layouts: u64 = runs.iter().map(|(_, r)| r.end - r.start).sum();
+        assert!((19_000..=20_000 + SAMPLE_RUN_LAYOUTS).contains(&layouts), "{layouts}");
+        // Picked uniformly over layouts: the biggest material gets most.
+        let in_biggest: u64 = runs.iter().filter(|(slot, _)| *slot == 3).map(|(_, r)| r.end - r.start).sum();
+        assert!(in_biggest as f64 > 0.95 * layouts as f64, "{in_biggest} of {layouts}");
+        // As big as the table: every layout once.
+        for asked in [total, total + 1] {
+            let runs = sample_runs(&sizes, Sample { layouts: asked, seed: 1 });
+            for (slot, &size) in sizes.iter().enumerate() {
+                let mut next = 0;
+                for (_, range) in runs.iter().filter(|(s, _)| *s == slot) {
+                    assert_eq!(range.start, next);
+                    next = range.end;
+                }
+                assert_eq!(next, size);
+            }
+        }
+    }
 
     /// Both ways of reading a run give the file's bytes, from unaligned
     /// offsets up to the end of the file.

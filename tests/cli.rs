@@ -257,6 +257,9 @@ fn compress_verify_probe_and_play() {
     assert!(text(&out.stdout).contains("checksums ok: 5 shards"), "{}", text(&out.stdout));
     let out = succeeds(cwd, &["verify", "--deep", "z4"]);
     assert!(text(&out.stdout).contains("deep check ok"), "{}", text(&out.stdout));
+    let out = text(&succeeds(cwd, &["verify", "--deep", "--sample", "5000", "--seed", "5", "z4"]).stdout);
+    assert!(out.contains("a sample of 5000 layouts, --seed 5") && out.contains("deep check ok: "), "{out}");
+    assert!(out.contains(" layouts of 331800 ("), "{out}");
 
     let probe = |dir: &str| -> Value {
         serde_json::from_slice(&succeeds(cwd, &["probe", dir, WON, "--json"]).stdout).expect("probe --json prints JSON")
@@ -332,4 +335,10 @@ fn probe_and_verify_refuse_bad_input() {
     succeeds(cwd, &["verify", "wrong"]);
     let stderr = fails(cwd, &["verify", "--deep", "wrong"], "the table says draw");
     assert!(stderr.contains("material 1v2"), "{stderr}");
+    // A sample as big as the table checks every layout.
+    let stderr = fails(cwd, &["verify", "--deep", "--sample", "1000000", "wrong"], "the table says draw");
+    assert!(stderr.contains("material 1v2"), "{stderr}");
+    fails(cwd, &["verify", "--sample", "10", "t4"], "--deep");
+    fails(cwd, &["verify", "--deep", "--sample", "0", "t4"], "--sample");
+    fails(cwd, &["verify", "--deep", "--seed", "3", "t4"], "--sample");
 }

@@ -8,7 +8,7 @@ use onitb::index::{Material, MaterialIndex};
 use onitb::rules::{CARD_STATES, CardState, Position, Rules};
 use onitb::store::{self, StoreError};
 use onitb::table::SolvedMaterial;
-use onitb::verify;
+use onitb::verify::{self, Sample};
 use onitb::{ProbeError, Table, Tablebase, Value};
 use rayon::prelude::*;
 use std::fs;
@@ -200,6 +200,56 @@ fn the_deep_check_passes_good_tables_and_finds_one_changed_value() {
     store::save(&wrong, &tmp.path().join("w")).unwrap();
     assert!(verify::verify_paths(&[tmp.path().join("w")]).failures.is_empty());
     assert!(verify::verify_deep(&tmp.path().join("w"), &|_| {}).unwrap().is_some());
+    // A sample as big as the table checks every layout through the block
+    // cache and finds the same first inconsistency.
+    let everything = Sample { layouts: u64::MAX, seed: 0 };
+    let report = verify::verify_deep_sample(&tmp.path().join("w"), everything, &|_, _| {}).unwrap();
+    assert_eq!(report.found, Some(found));
+    let found = report.found.unwrap();
+    assert_eq!((found.material, Value::from_byte(found.stored)), (target, Some(Value::Loss(6))));
+}
+
+#[test]
+fn the_sampled_deep_check_reads_what_the_table_holds() {
+    let dirs = saved();
+    let layouts: u64 = four_men().materials().iter().map(|m| m.index.layouts()).sum();
+    for dir in [&dirs.raw, &dirs.compressed] {
+        // Every layout, and progress up to the end.
+        let seen = std::sync::Mutex::new(Vec::new());
+        let everything = Sample { layouts: u64::MAX, seed: 0 };
+        let report = verify::verify_deep_sample(dir, everything, &|done, of| seen.lock().unwrap().push((done, of)))
+            .expect("the check runs");
+        assert_eq!((report.layouts, report.table_layouts, report.found), (layouts, layouts, None));
+        let seen = seen.into_inner().unwrap();
+        assert_eq!(seen.last(), Some(&(layouts, layouts)));
+        assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "{seen:?}");
+        // A sample.
+        let report = verify::verify_deep_sample(dir, Sample { layouts: 3000, seed: 4 }, &|_, _| {}).unwrap();
+        assert!((2900..=3000 + verify::SAMPLE_RUN_LAYOUTS).contains(&report.layouts), "{}", report.layouts);
+        assert_eq!(report.found, None);
+    }
+    // A damaged block is an error naming it, not a wrong value.
+    let shard = dirs.compressed.join("2v2.onitbz");
+    let mut bytes = fs::read(&shard).unwrap();
+    let last = bytes.len() - 10;
+    bytes[last] ^= 4;
+    fs::write(&shard, &bytes).unwrap();
+    let error = verify::verify_deep_sample(&dirs.compressed, Sample { layouts: u64::MAX, seed: 0 }, &|_, _| {})
+        .expect_err("the damaged block is read");
+    assert!(error.to_string().contains("2v2.onitbz") && error.to_string().contains("block 2"), "{error}");
+    // Raw bytes read by index: the values the table holds, and a number
+    // out of range is refused.
+    let tablebase = Tablebase::open(&dirs.raw).unwrap();
+    let solved = four_men().material(Material::new(2, 2)).unwrap();
+    // 2v2's bytes span blocks 0-2; layout 139,810 straddles blocks 0 and 1.
+    let straddles = (4 << 20) / CARD_STATES as u64;
+    for n in [0, 17, straddles, straddles + 1, solved.index.layouts() - 1] {
+        let bytes = tablebase.layout_bytes(solved.index.material, n).unwrap();
+        assert_eq!(bytes[..], solved.values[n as usize * CARD_STATES..][..CARD_STATES], "layout {n}");
+    }
+    let past = tablebase.layout_bytes(solved.index.material, solved.index.layouts());
+    assert!(matches!(past, Err(ProbeError::OutOfRange { .. })));
+    assert!(matches!(tablebase.layout_bytes(Material::new(3, 1), 0), Err(ProbeError::NotInTable { .. })));
 }
 
 #[test]
