@@ -6,7 +6,7 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
-use onitb::blockio::{IoChoice, format_size, parse_size};
+use onitb::blockio::{self, IoChoice, format_size, parse_size};
 use onitb::compress::{self, ShardSizes};
 use onitb::format::Content;
 use onitb::index::Material;
@@ -477,6 +477,7 @@ fn generate(args: GenerateArgs) -> Result<()> {
         // Now, not after the solve.
         compress::check_level(level, &args.out)?;
     }
+    check_memory(max_per_side, budget_bytes, blockio::available_memory_bytes())?;
     // A run with a work directory can be resumed, and so can its output:
     // the shards it finished are kept for `--resume` (store::OutputDir).
     let mut out = match args.work {
@@ -609,6 +610,36 @@ fn generate(args: GenerateArgs) -> Result<()> {
 /// Says before the solve what its work directory is estimated to need at
 /// the peak, and warns if the disk has less: a run that would fill it
 /// hours in can be moved now.
+/// Refuses, before anything is solved, a run that needs more memory than
+/// `available_bytes`: it would be killed when it got to its largest pair
+/// (at 8 men without --mem, after the smaller pairs' minutes). It needs the
+/// largest pair's memory, or the budget if that is less (streamed pairs'
+/// buffers take the budget).
+fn check_memory(max_per_side: usize, budget_bytes: Option<u64>, available_bytes: Option<u64>) -> Result<()> {
+    let (largest, material) = solver::largest_pair_bytes(max_per_side);
+    let Some(available) = available_bytes else { return Ok(()) };
+    let pair = if material.mover == material.opponent {
+        material.to_string()
+    } else {
+        format!("{material} and {}", material.flipped())
+    };
+    match budget_bytes {
+        None if largest > available => bail!(
+            "solving {pair} in memory needs at least {}, but {} of memory is available: \
+             give a --mem SIZE within that (and --work DIR), to stream what does not fit through DIR",
+            format_size(largest),
+            format_size(available)
+        ),
+        Some(budget) if budget.min(largest) > available => bail!(
+            "--mem {} is more than the {} of memory available (solving {pair} takes {}): give a --mem SIZE within that",
+            format_size(budget),
+            format_size(available),
+            format_size(budget.min(largest)),
+        ),
+        _ => Ok(()),
+    }
+}
+
 fn report_work_disk(reporter: &Reporter, work: &Path, pairs: &[PairPlan]) {
     let Some(outlook) = solver::work_disk_outlook(work, pairs) else { return };
     let (needed, available) = (format_size(outlook.needed_bytes), format_size(outlook.available_bytes));
@@ -957,6 +988,29 @@ fn stats_text(report: &StatsReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_bigger_than_the_memory_available_is_refused_before_it_starts() {
+        const GIB: u64 = 1 << 30;
+        let error = |result: Result<()>| result.unwrap_err().to_string();
+        assert!(check_memory(2, None, Some(GIB)).is_ok());
+        assert!(check_memory(4, None, None).is_ok(), "unknown: allowed");
+        // 6 men in memory: 3v3 alone, under 2 GiB (the run's peak is 1.93 GiB).
+        assert!(check_memory(3, None, Some(2 * GIB)).is_ok());
+        let message = error(check_memory(3, None, Some(GIB / 2)));
+        assert!(message.contains("solving 3v3 in memory") && message.contains("--mem SIZE"), "{message}");
+        // 8 men: 4v4 does not fit 22 GiB in memory, but a budget does.
+        let message = error(check_memory(4, None, Some(22 * GIB)));
+        assert!(message.contains("4v4") && message.contains("but 22 GiB"), "{message}");
+        assert!(check_memory(4, Some(GIB), Some(22 * GIB)).is_ok());
+        let message = error(check_memory(4, Some(40 * GIB), Some(22 * GIB)));
+        assert!(message.contains("--mem 40 GiB is more than the 22 GiB"), "{message}");
+        // A budget above what the whole run needs needs no more than that.
+        let (largest, material) = solver::largest_pair_bytes(2);
+        assert_eq!(material, Material::new(2, 2));
+        assert!(check_memory(2, Some(1000 * GIB), Some(largest)).is_ok());
+        assert!(check_memory(2, Some(1000 * GIB), Some(largest - 1)).is_err());
+    }
 
     #[test]
     fn eta_counts_each_pair_at_the_rate_of_its_kind() {

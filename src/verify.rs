@@ -278,7 +278,7 @@ fn gib(bytes: u64) -> String {
 pub fn verify_deep(dir: &Path, progress: &(dyn Fn(Material) + Sync)) -> Result<Option<Inconsistency>, VerifyError> {
     let files = TableFiles::open(dir)?;
     let needed_bytes = files.shards.iter().map(|s| s.header().values_len()).sum();
-    fits_in_memory(needed_bytes, available_memory_bytes())?;
+    fits_in_memory(needed_bytes, crate::blockio::available_memory_bytes())?;
     let table = files.load()?;
     Ok(check_table(&table, progress))
 }
@@ -291,33 +291,6 @@ fn fits_in_memory(needed_bytes: u64, available_bytes: Option<u64>) -> Result<(),
             Err(VerifyError::TooBig { needed_bytes, available_bytes })
         }
         _ => Ok(()),
-    }
-}
-
-/// Memory this process can still take: the kernel's estimate of what can
-/// be allocated without swapping (`MemAvailable`), less if the process's
-/// cgroup (v2) has a lower limit. `None` where neither can be read.
-fn available_memory_bytes() -> Option<u64> {
-    let meminfo = fs::read_to_string("/proc/meminfo").ok();
-    let machine = meminfo.as_deref().and_then(|text| {
-        let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kib * 1024)
-    });
-    let read = |name: &str| fs::read_to_string(Path::new("/sys/fs/cgroup").join(name)).ok();
-    // `memory.max` is "max" when there is no limit, and the root cgroup
-    // has neither file.
-    let cgroup = match (read("memory.max"), read("memory.current")) {
-        (Some(max), Some(current)) => {
-            let max: Option<u64> = max.trim().parse().ok();
-            let current: Option<u64> = current.trim().parse().ok();
-            max.zip(current).map(|(max, current)| max.saturating_sub(current))
-        }
-        _ => None,
-    };
-    match (machine, cgroup) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }
 
@@ -679,8 +652,6 @@ mod tests {
         assert!(fits_in_memory(10 << 30, None).is_ok(), "unknown: allowed");
         let error = fits_in_memory(47 << 30, Some(20 << 30)).unwrap_err().to_string();
         assert!(error.contains("47.00 GiB") && error.contains("20.00 GiB") && error.contains("--sample"), "{error}");
-        let available = available_memory_bytes().expect("Linux says what memory is available");
-        assert!(available > 0);
     }
 
     #[test]

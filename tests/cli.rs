@@ -155,7 +155,7 @@ fn generate_can_write_compressed_shards_the_same_as_compress_does() {
 fn bad_arguments_are_refused_and_leave_nothing_behind() {
     let tmp = tempfile::tempdir().unwrap();
     let cwd = tmp.path();
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 12] = [
         (&["--men", "2", "--cards", "Boar,Ox,Elephant,Horse,Wolf"], "unknown card 'Wolf'"),
         (&["--men", "2", "--cards", "Boar,Ox,Elephant,Horse,boar"], "'Boar' is named twice"),
         (&["--men", "2", "--cards", "Boar,Ox,Elephant,Horse"], "exactly 5 cards, got 4"),
@@ -166,6 +166,9 @@ fn bad_arguments_are_refused_and_leave_nothing_behind() {
         (&["--men", "2", "--threads", "0"], "--threads"),
         (&["--men", "2", "--no-move", "maybe"], "--no-move"),
         (&["--men", "two"], "--men"),
+        // More memory than any machine this runs on has (5v5 alone: 1.1 TiB).
+        (&["--men", "10"], "solving 5v5 in memory needs at least 1.1 TiB"),
+        (&["--men", "10", "--work", "w", "--mem", "100TiB"], "--mem 100 TiB is more than"),
     ];
     for (args, needle) in cases {
         let mut full = vec!["generate", "--out", "out"];

@@ -41,7 +41,7 @@ mod uring;
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::fs::{File, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
@@ -186,6 +186,55 @@ pub fn available_bytes(path: &Path) -> Option<u64> {
         stats.assume_init()
     };
     Some((stats.f_bavail as u64).saturating_mul(stats.f_frsize as u64))
+}
+
+/// Memory this process can still take: the kernel's estimate of what can
+/// be allocated without swapping (`MemAvailable`), or the memory limit of
+/// the process's cgroup (or of one above it) if lower. The limit is taken
+/// whole, not less the cgroup's use, which counts page cache the kernel
+/// would reclaim. `None` where the system does not say.
+pub fn available_memory_bytes() -> Option<u64> {
+    let meminfo = fs::read_to_string("/proc/meminfo").ok();
+    let machine = meminfo.as_deref().and_then(|text| {
+        let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    });
+    let cgroups = fs::read_to_string("/proc/self/cgroup").ok();
+    let limit = cgroups.and_then(|text| cgroup_memory_limit(&text, Path::new("/sys/fs/cgroup")));
+    match (machine, limit) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The lowest memory limit on the cgroups of `/proc/self/cgroup` (`text`)
+/// and those above them, under `sys` (/sys/fs/cgroup): `memory.max` (v2,
+/// line "0::PATH") or `memory/PATH/memory.limit_in_bytes` (v1, line
+/// "N:memory:PATH"). No limit is "max" (v2) or a number near 2^63 (v1),
+/// which no machine has.
+fn cgroup_memory_limit(text: &str, sys: &Path) -> Option<u64> {
+    let mut lowest: Option<u64> = None;
+    for line in text.lines() {
+        let mut fields = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (fields.next(), fields.next(), fields.next()) else { continue };
+        let (root, file) = match controllers {
+            "" => (sys.to_path_buf(), "memory.max"),
+            "memory" => (sys.join("memory"), "memory.limit_in_bytes"),
+            _ => continue,
+        };
+        let mut dir = root.join(path.trim_start_matches('/'));
+        while dir.starts_with(&root) {
+            let limit = fs::read_to_string(dir.join(file)).ok().and_then(|t| t.trim().parse::<u64>().ok());
+            if let Some(limit) = limit.filter(|&l| l < 1 << 62) {
+                lowest = Some(lowest.map_or(limit, |low| low.min(limit)));
+            }
+            if !dir.pop() {
+                break;
+            }
+        }
+    }
+    lowest
 }
 
 struct OpenedFile {

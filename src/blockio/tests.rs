@@ -490,3 +490,29 @@ fn lending_unaligned_memory_panics() {
     // SAFETY: never submitted; it panics first.
     let _ = unsafe { Buffer::lend(&mut spare[8..4104]) };
 }
+
+#[test]
+fn the_lowest_cgroup_memory_limit_above_the_process_counts() {
+    let sys = test_dir();
+    let write = |path: &str, text: &str| {
+        let path = sys.path().join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    };
+    // v2: the process's group has no limit, its parent 8 GiB, the
+    // grandparent 16 GiB.
+    write("a/memory.max", "17179869184\n");
+    write("a/b/memory.max", "8589934592\n");
+    write("a/b/c/memory.max", "max\n");
+    assert_eq!(cgroup_memory_limit("0::/a/b/c\n", sys.path()), Some(8 << 30));
+    assert_eq!(cgroup_memory_limit("0::/a\n", sys.path()), Some(16 << 30));
+    // v1: "no limit" is a number near 2^63; the other controllers' lines
+    // do not count.
+    write("memory/x/memory.limit_in_bytes", "9223372036854771712\n");
+    assert_eq!(cgroup_memory_limit("5:cpu:/a/b\n4:memory:/x\n0::/\n", sys.path()), None);
+    write("memory/memory.limit_in_bytes", "4294967296\n");
+    assert_eq!(cgroup_memory_limit("4:memory:/x\n", sys.path()), Some(4 << 30));
+    assert_eq!(cgroup_memory_limit("garbage\n", sys.path()), None);
+    // This machine says something.
+    assert!(available_memory_bytes().is_some_and(|bytes| bytes > 0));
+}

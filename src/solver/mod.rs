@@ -2220,6 +2220,16 @@ fn pairs_up_to(max_per_side: usize) -> Vec<Pair> {
         .collect()
 }
 
+/// The memory the largest pair needs solved in memory (its lanes and the
+/// values its captures read), and its first material. A run's peak is at
+/// least this or its budget, whichever is less (a streamed pair's buffers
+/// take the budget): known before solving, to hold against the memory the
+/// machine has.
+pub fn largest_pair_bytes(max_per_side: usize) -> (u64, Material) {
+    let largest = pairs_up_to(max_per_side).into_iter().max_by_key(|pair| pair.resident_bytes);
+    largest.map(|pair| (pair.resident_bytes, pair.members[0])).expect("at least one pair")
+}
+
 /// Solves every material with 1..=`max_per_side` pieces per side, streaming
 /// pairs that do not fit `config.budget_bytes` through the work directory.
 pub fn solve_with(
