@@ -32,7 +32,7 @@ pub enum ProbeError {
     NotInTable { material: Material, max_per_side: usize },
     #[error("material {material} has no layout {layout}")]
     OutOfRange { material: Material, layout: u64 },
-    #[error("the table holds win/draw/loss only; probing needs a table of values")]
+    #[error("the table holds win/draw/loss only, not the values probing and checking need")]
     WdlOnly,
     #[error("the table is wrong: material {material} layout {layout} card state {card_state} holds byte {byte}")]
     WrongValue { material: Material, layout: u64, card_state: usize, byte: u8 },

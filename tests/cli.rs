@@ -344,4 +344,6 @@ fn probe_and_verify_refuse_bad_input() {
     fails(cwd, &["verify", "--sample", "10", "t4"], "--deep");
     fails(cwd, &["verify", "--deep", "--sample", "0", "t4"], "--sample");
     fails(cwd, &["verify", "--deep", "--seed", "3", "t4"], "--sample");
+    succeeds(cwd, &["compress", "t4", "w4", "--wdl", "--level", "1", "--quiet"]);
+    fails(cwd, &["verify", "--deep", "--sample", "10", "w4"], "win/draw/loss only");
 }
