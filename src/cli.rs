@@ -607,9 +607,6 @@ fn generate(args: GenerateArgs) -> Result<()> {
     print_stats(&rules, max_per_side, total, per, false)
 }
 
-/// Says before the solve what its work directory is estimated to need at
-/// the peak, and warns if the disk has less: a run that would fill it
-/// hours in can be moved now.
 /// Refuses, before anything is solved, a run that needs more memory than
 /// `available_bytes`: it would be killed when it got to its largest pair
 /// (at 8 men without --mem, after the smaller pairs' minutes). It needs the
@@ -640,6 +637,9 @@ fn check_memory(max_per_side: usize, budget_bytes: Option<u64>, available_bytes:
     }
 }
 
+/// Says before the solve what its work directory is estimated to need at
+/// the peak, and warns if the disk has less: a run that would fill it
+/// hours in can be moved now.
 fn report_work_disk(reporter: &Reporter, work: &Path, pairs: &[PairPlan]) {
     let Some(outlook) = solver::work_disk_outlook(work, pairs) else { return };
     let (needed, available) = (format_size(outlook.needed_bytes), format_size(outlook.available_bytes));

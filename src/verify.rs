@@ -369,14 +369,11 @@ pub fn verify_deep_sample(
     let table_layouts = sizes.iter().sum();
     let mut done = 0;
     for part in runs.chunks(SAMPLE_RUNS_PER_PART) {
-        let found = part
+        // The first layout in sample order that is wrong or cannot be read.
+        let first = part
             .par_iter()
-            .map(|(slot, range)| {
-                range.clone().map(|n| check_layout(&source, *slot, n)).find(|r| !matches!(r, Ok(None)))
-            })
-            .find_map_first(|first| first.map(Result::transpose))
-            .flatten();
-        if let Some(found) = found.transpose()? {
+            .find_map_first(|(slot, range)| range.clone().find_map(|n| check_layout(&source, *slot, n).transpose()));
+        if let Some(found) = first.transpose()? {
             return Ok(SampleReport { layouts, table_layouts, found: Some(found) });
         }
         done += part.iter().map(|(_, range)| range.end - range.start).sum::<u64>();
