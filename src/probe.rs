@@ -89,9 +89,7 @@ impl Tablebase {
             return Err(ProbeError::GameOver);
         }
         let material = Material::new(position.mover.count_ones() as usize, position.opponent.count_ones() as usize);
-        let Some(slot) = self.files.shards.iter().position(|s| s.material() == material) else {
-            return Err(ProbeError::NotInTable { material, max_per_side: self.max_per_side() });
-        };
+        let slot = self.slot(material)?;
         let shard = &self.files.shards[slot];
         let recomputes = shard.is_compressed();
         if recomputes && position.has_winning_move(self.rules()) {
@@ -133,9 +131,7 @@ impl Tablebase {
     /// For checking tables; [`Tablebase::probe`] is the way to ask for a
     /// position's value.
     pub fn layout_bytes(&self, material: Material, layout: u64) -> Result<[u8; CARD_STATES], ProbeError> {
-        let Some(slot) = self.files.shards.iter().position(|s| s.material() == material) else {
-            return Err(ProbeError::NotInTable { material, max_per_side: self.max_per_side() });
-        };
+        let slot = self.slot(material)?;
         if layout >= self.context.index(material).layouts() {
             return Err(ProbeError::OutOfRange { material, layout });
         }
@@ -168,6 +164,12 @@ impl Tablebase {
         }
         out.sort_by_key(|m| std::cmp::Reverse(m.value.goodness()));
         Ok(out)
+    }
+
+    /// The place of `material`'s shard.
+    fn slot(&self, material: Material) -> Result<usize, ProbeError> {
+        let found = self.files.shards.iter().position(|s| s.material() == material);
+        found.ok_or(ProbeError::NotInTable { material, max_per_side: self.max_per_side() })
     }
 
     /// A checked block, from the cache or the disk.
