@@ -40,6 +40,78 @@ const _: () = assert!(MOVER_TARGET as usize == SQUARES - 1 - OPPONENT_TARGET as 
 /// Mover's card pairs among the four non-side cards, by position.
 pub const PAIRS: [(usize, usize); 6] = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)];
 
+/// Each card state's deal: the mover's two slots, the opponent's two, the
+/// side card (worked out once at compile time: the deep check and probing
+/// look deals up for every move, and searching the 30 states for one was
+/// a quarter of the deep check's time).
+const DEALS: [[u8; CARDS_PER_GAME]; CARD_STATES] = {
+    let mut deals = [[0u8; CARDS_PER_GAME]; CARD_STATES];
+    let mut k = 0;
+    while k < CARD_STATES {
+        let others = others(k / 6);
+        let (a, b) = PAIRS[k % 6];
+        let mut opponent = [0u8; 2];
+        let (mut i, mut n) = (0, 0);
+        while i < 4 {
+            if i != a && i != b {
+                opponent[n] = others[i] as u8;
+                n += 1;
+            }
+            i += 1;
+        }
+        deals[k] = [others[a] as u8, others[b] as u8, opponent[0], opponent[1], (k / 6) as u8];
+        k += 1;
+    }
+    deals
+};
+
+/// [`AFTER_PLAYING`]'s entry for a card the mover does not hold.
+const NOT_HELD: u8 = u8::MAX;
+
+/// `AFTER_PLAYING[k][slot]`: the card state after the mover of state `k`
+/// plays `slot` (see [`CardState::after_playing`]), or [`NOT_HELD`].
+const AFTER_PLAYING: [[u8; CARDS_PER_GAME]; CARD_STATES] = {
+    let mut after = [[NOT_HELD; CARDS_PER_GAME]; CARD_STATES];
+    let mut k = 0;
+    while k < CARD_STATES {
+        let deal = DEALS[k];
+        // The new mover holds the old opponent's cards; the played card
+        // goes to the side (the old mover's hand follows from the rest).
+        let new_mover = [deal[2] as usize, deal[3] as usize];
+        after[k][deal[0] as usize] = state_of(new_mover, deal[0] as usize) as u8;
+        after[k][deal[1] as usize] = state_of(new_mover, deal[1] as usize) as u8;
+        k += 1;
+    }
+    after
+};
+
+/// The four non-side card slots in ascending order.
+const fn others(side: usize) -> [usize; 4] {
+    let mut out = [0; 4];
+    let (mut slot, mut n) = (0, 0);
+    while slot < CARDS_PER_GAME {
+        if slot != side {
+            out[n] = slot;
+            n += 1;
+        }
+        slot += 1;
+    }
+    out
+}
+
+/// The card state whose mover holds `mover` (either order) with `side` on
+/// the side; the five slots must be all different.
+const fn state_of(mover: [usize; 2], side: usize) -> usize {
+    // A mover slot's position among the four non-side slots.
+    let (a, b) = (mover[0] - (mover[0] > side) as usize, mover[1] - (mover[1] > side) as usize);
+    let (low, high) = if a < b { (a, b) } else { (b, a) };
+    let mut pair = 0;
+    while PAIRS[pair].0 != low || PAIRS[pair].1 != high {
+        pair += 1;
+    }
+    side * 6 + pair
+}
+
 /// A movement card: a name and the (dx, dy) offsets it allows the side that
 /// holds it, seen from that side (dy > 0 is forward).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -213,39 +285,16 @@ impl CardState {
         self.index() / 6
     }
 
-    /// The four non-side card slots in ascending order.
-    fn others(side: usize) -> [usize; 4] {
-        let mut out = [0; 4];
-        let mut n = 0;
-        for slot in 0..CARDS_PER_GAME {
-            if slot != side {
-                out[n] = slot;
-                n += 1;
-            }
-        }
-        out
-    }
-
     /// Slots of the mover's two cards.
     pub fn mover_cards(self) -> [usize; 2] {
-        let others = Self::others(self.side());
-        let (a, b) = PAIRS[self.index() % 6];
-        [others[a], others[b]]
+        let deal = DEALS[self.index()];
+        [deal[0] as usize, deal[1] as usize]
     }
 
     /// Slots of the opponent's two cards.
     pub fn opponent_cards(self) -> [usize; 2] {
-        let others = Self::others(self.side());
-        let (a, b) = PAIRS[self.index() % 6];
-        let mut out = [0; 2];
-        let mut n = 0;
-        for (i, &slot) in others.iter().enumerate() {
-            if i != a && i != b {
-                out[n] = slot;
-                n += 1;
-            }
-        }
-        out
+        let deal = DEALS[self.index()];
+        [deal[2] as usize, deal[3] as usize]
     }
 
     /// The card state with these hands; `None` unless the five slots are
@@ -258,12 +307,7 @@ impl CardState {
             }
             seen |= 1 << slot;
         }
-        CardState::all().find(|k| {
-            k.side() == side && {
-                let m = k.mover_cards();
-                (m[0] == mover[0] && m[1] == mover[1]) || (m[0] == mover[1] && m[1] == mover[0])
-            }
-        })
+        Some(CardState(state_of(mover, side) as u8))
     }
 
     pub fn holds(self, slot: usize) -> bool {
@@ -277,10 +321,9 @@ impl CardState {
     /// # Panics
     /// If the mover does not hold `slot`.
     pub fn after_playing(self, slot: usize) -> CardState {
-        let mover = self.mover_cards();
-        assert!(mover.contains(&slot), "card slot {slot} not held in state {}", self.0);
-        let kept = if mover[0] == slot { mover[1] } else { mover[0] };
-        CardState::from_hands(self.opponent_cards(), [kept, self.side()], slot).expect("a deal stays a deal")
+        let next = AFTER_PLAYING[self.index()][slot];
+        assert!(next != NOT_HELD, "card slot {slot} not held in state {}", self.0);
+        CardState(next)
     }
 }
 
@@ -546,6 +589,20 @@ impl Position {
     /// Empty under [`NoMoveRule::Loss`] when the mover has no move.
     pub fn moves(&self, rules: &Rules) -> Vec<Move> {
         let mut moves = Vec::new();
+        self.for_each_board_move(rules, |m| moves.push(m));
+        if moves.is_empty() && rules.no_move == NoMoveRule::Pass {
+            for slot in self.cards.mover_cards() {
+                let at = self.mover_master;
+                moves.push(Move { card_slot: slot, from: at, to: at, outcome: self.play(slot, at, at) });
+            }
+        }
+        moves
+    }
+
+    /// Calls `visit` for every legal move of a piece (no passes), in the
+    /// order of [`Position::moves`], without collecting them (the deep
+    /// check looks at every move of every layout).
+    pub fn for_each_board_move(&self, rules: &Rules, mut visit: impl FnMut(Move)) {
         for slot in self.cards.mover_cards() {
             let card = rules.cards.card(slot);
             let mut pieces = self.mover;
@@ -557,17 +614,10 @@ impl Position {
                     if self.mover & (1 << to) != 0 {
                         continue;
                     }
-                    moves.push(Move { card_slot: slot, from, to, outcome: self.play(slot, from, to) });
+                    visit(Move { card_slot: slot, from, to, outcome: self.play(slot, from, to) });
                 }
             }
         }
-        if moves.is_empty() && rules.no_move == NoMoveRule::Pass {
-            for slot in self.cards.mover_cards() {
-                let at = self.mover_master;
-                moves.push(Move { card_slot: slot, from: at, to: at, outcome: self.play(slot, at, at) });
-            }
-        }
-        moves
     }
 
     /// Every position from which one move (not a pass, not a winning move)
@@ -686,6 +736,31 @@ mod tests {
             assert_eq!(CardState::from_hands(m, o, k.side()), Some(k));
             assert!(seen.insert((m, k.side())));
         }
+    }
+
+    /// The numbering stored tables depend on: k = side * 6 + pair, the
+    /// mover's cards picked by `PAIRS` among the non-side slots in order.
+    #[test]
+    fn card_states_are_numbered_side_then_pair() {
+        for k in CardState::all() {
+            let side = k.index() / 6;
+            let others: Vec<usize> = (0..CARDS_PER_GAME).filter(|&s| s != side).collect();
+            let (a, b) = PAIRS[k.index() % 6];
+            assert_eq!(k.mover_cards(), [others[a], others[b]]);
+            let rest: Vec<usize> = others.iter().copied().filter(|&s| s != others[a] && s != others[b]).collect();
+            assert_eq!(k.opponent_cards().to_vec(), rest);
+            let [m0, m1] = k.mover_cards();
+            assert_eq!(CardState::from_hands([m1, m0], k.opponent_cards(), side), Some(k));
+        }
+        assert_eq!(CardState::from_hands([0, 0], [2, 3], 4), None);
+        assert_eq!(CardState::from_hands([0, 1], [2, 5], 4), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "not held")]
+    fn playing_a_card_not_held_panics() {
+        let k = CardState::new(0);
+        k.after_playing(k.side());
     }
 
     #[test]
