@@ -1,5 +1,6 @@
 //! onitb: Onitama endgame tablebases.
 pub mod blockio;
+mod cache_hint;
 pub mod compress;
 pub mod format;
 pub mod index;

@@ -15,7 +15,7 @@ use crate::format::BLOCK_BYTES;
 use crate::index::{Layout, Material, MaterialIndex};
 use crate::notation::{Colour, Setup, to_notation};
 use crate::probe::{ProbeError, Tablebase};
-use crate::rules::{CARD_STATES, CardState, NoMoveRule, Outcome, Position, Rules};
+use crate::rules::{CARD_STATES, CARDS_PER_GAME, CardState, MAX_PIECES_PER_SIDE, NoMoveRule, Outcome, Position, Rules};
 use crate::shard::{ShardFile, TableFiles};
 use crate::store::{StoreError, is_shard_name, material_of_name};
 use crate::table::Table;
@@ -296,13 +296,14 @@ fn fits_in_memory(needed_bytes: u64, available_bytes: Option<u64>) -> Result<(),
 
 /// The deep check of a table in memory.
 pub fn check_table(table: &Table, progress: &(dyn Fn(Material) + Sync)) -> Option<Inconsistency> {
+    let source = TableValues::new(table);
     for (slot, solved) in table.materials().iter().enumerate() {
         progress(solved.index.material);
         let layouts = solved.index.layouts();
         let tasks = layouts.div_ceil(LAYOUTS_PER_TASK);
         let found = (0..tasks).into_par_iter().find_map_first(|task| {
             let end = ((task + 1) * LAYOUTS_PER_TASK).min(layouts);
-            (task * LAYOUTS_PER_TASK..end).find_map(|n| match check_layout(table, slot, n) {
+            (task * LAYOUTS_PER_TASK..end).find_map(|n| match check_layout(&source, slot, n) {
                 Ok(found) => found,
                 Err(never) => match never {},
             })
@@ -451,27 +452,73 @@ trait ValueSource: Sync {
     fn slot(&self, material: Material) -> usize;
     /// The value bytes of the 30 card states of layout `layout`.
     fn bytes(&self, slot: usize, layout: u64) -> Result<[u8; CARD_STATES], Self::Error>;
+    /// Asks for the bytes of `layout` ahead of [`ValueSource::bytes`].
+    fn prefetch(&self, _slot: usize, _layout: u64) {}
 }
 
-impl ValueSource for Table {
+/// The slot of each material of a table, by its piece counts (a binary
+/// search over the materials, a branch mispredicted at every successor,
+/// took a fifth of the deep check's time).
+struct MaterialSlots([[u8; MAX_PIECES_PER_SIDE + 1]; MAX_PIECES_PER_SIDE + 1]);
+
+impl MaterialSlots {
+    /// Not a slot.
+    const NONE: u8 = u8::MAX;
+
+    /// `materials` in slot order.
+    fn new(materials: impl Iterator<Item = Material>) -> MaterialSlots {
+        let mut slots = [[Self::NONE; MAX_PIECES_PER_SIDE + 1]; MAX_PIECES_PER_SIDE + 1];
+        for (slot, material) in materials.enumerate() {
+            slots[material.mover as usize][material.opponent as usize] = slot as u8;
+        }
+        MaterialSlots(slots)
+    }
+
+    fn get(&self, material: Material) -> usize {
+        let slot = self.0[material.mover as usize][material.opponent as usize];
+        assert!(slot != Self::NONE, "captures lead to smaller materials of the table");
+        slot as usize
+    }
+}
+
+/// A table in memory, as the deep check reads it.
+struct TableValues<'a> {
+    table: &'a Table,
+    slots: MaterialSlots,
+}
+
+impl<'a> TableValues<'a> {
+    fn new(table: &'a Table) -> TableValues<'a> {
+        TableValues { table, slots: MaterialSlots::new(table.materials().iter().map(|m| m.index.material)) }
+    }
+}
+
+impl ValueSource for TableValues<'_> {
     type Error = std::convert::Infallible;
 
     fn rules(&self) -> &Rules {
-        Table::rules(self)
+        self.table.rules()
     }
 
     fn index(&self, slot: usize) -> &MaterialIndex {
-        &self.materials()[slot].index
+        &self.table.materials()[slot].index
     }
 
     fn slot(&self, material: Material) -> usize {
-        let found = self.materials().binary_search_by_key(&material, |m| m.index.material);
-        found.expect("captures lead to smaller materials of the table")
+        self.slots.get(material)
     }
 
     fn bytes(&self, slot: usize, layout: u64) -> Result<[u8; CARD_STATES], Self::Error> {
         let at = layout as usize * CARD_STATES;
-        Ok(self.materials()[slot].values[at..at + CARD_STATES].try_into().expect("30 bytes"))
+        Ok(self.table.materials()[slot].values[at..at + CARD_STATES].try_into().expect("30 bytes"))
+    }
+
+    fn prefetch(&self, slot: usize, layout: u64) {
+        let at = layout as usize * CARD_STATES;
+        let bytes = &self.table.materials()[slot].values[at..at + CARD_STATES];
+        // A layout's 30 bytes may straddle two cache lines.
+        crate::cache_hint::prefetch(bytes);
+        crate::cache_hint::prefetch(&bytes[CARD_STATES - 1..]);
     }
 }
 
@@ -479,6 +526,7 @@ impl ValueSource for Table {
 struct ShardValues {
     tablebase: Tablebase,
     materials: Vec<Material>,
+    slots: MaterialSlots,
     indexes: Vec<Arc<MaterialIndex>>,
 }
 
@@ -488,7 +536,8 @@ impl ShardValues {
         let mut materials = Material::all_up_to(tablebase.max_per_side());
         materials.sort();
         let indexes = materials.iter().map(|&m| tablebase.index(m)).collect();
-        Ok(ShardValues { tablebase, materials, indexes })
+        let slots = MaterialSlots::new(materials.iter().copied());
+        Ok(ShardValues { tablebase, materials, slots, indexes })
     }
 }
 
@@ -504,7 +553,7 @@ impl ValueSource for ShardValues {
     }
 
     fn slot(&self, material: Material) -> usize {
-        self.materials.binary_search(&material).expect("captures lead to smaller materials of the table")
+        self.slots.get(material)
     }
 
     fn bytes(&self, slot: usize, layout: u64) -> Result<[u8; CARD_STATES], VerifyError> {
@@ -533,11 +582,17 @@ fn successor<S: ValueSource>(source: &S, outcome: Outcome) -> Result<Successor, 
     Ok(match outcome {
         Outcome::Win => Successor::Win,
         Outcome::Continue(next) => {
-            let material = Material::new(next.mover.count_ones() as usize, next.opponent.count_ones() as usize);
-            let slot = source.slot(material);
-            Successor::At(source.bytes(slot, source.index(slot).rank(&layout_of(&next)))?)
+            let (slot, n) = locate(source, &next);
+            Successor::At(source.bytes(slot, n)?)
         }
     })
+}
+
+/// The material slot and layout number of a position.
+fn locate<S: ValueSource>(source: &S, position: &Position) -> (usize, u64) {
+    let material = Material::new(position.mover.count_ones() as usize, position.opponent.count_ones() as usize);
+    let slot = source.slot(material);
+    (slot, source.index(slot).rank(&layout_of(position)))
 }
 
 /// The value byte for the mover of a move into `successor` with card state
@@ -574,10 +629,10 @@ fn check_layout<S: ValueSource>(source: &S, slot: usize, n: u64) -> Result<Optio
     if position(0).is_game_over() {
         return Ok(stored.iter().position(|&b| b != NO_VALUE).and_then(|k| inconsistency(k, Some(NO_VALUE))));
     }
-    let per_card = successors_per_card(source, &layout)?;
+    let by_card = moves_by_card(source, &layout)?;
     for (k, &byte) in stored.iter().enumerate() {
         let cards = CardState::new(k);
-        let derived = derive(source, &per_card, position(k), cards)?;
+        let derived = derive(source, &by_card, position(k), cards)?;
         if derived != Some(byte) {
             return Ok(inconsistency(k, derived));
         }
@@ -585,36 +640,114 @@ fn check_layout<S: ValueSource>(source: &S, slot: usize, n: u64) -> Result<Optio
     Ok(None)
 }
 
-/// The successors of a layout's moves with each card slot (the board part
+/// What a layout's moves with each card slot give the mover. A move with
+/// card c puts c on the side, so its successor's card state is one of the
+/// six `6c..6c + 6` (the module comment of `rules`), whichever state the
+/// mover held c in: each move's successor is folded once, for those six,
+/// not once per card state of the layout.
+#[derive(Default)]
+struct MovesByCard {
+    /// Whether the mover has any move with the card.
+    any: [bool; CARDS_PER_GAME],
+    /// `best[c][j]`: the best value byte a move with card c gives when the
+    /// successor is in card state 6c + j.
+    best: [[u8; 6]; CARDS_PER_GAME],
+    /// Bit j of `unanswered[c]`: some move with card c leads to a successor
+    /// whose byte in card state 6c + j no value byte answers (none stored,
+    /// or a win too deep for a loss byte).
+    unanswered: [u8; CARDS_PER_GAME],
+}
+
+impl MovesByCard {
+    #[inline]
+    fn fold(&mut self, card: usize, successor: &Successor) {
+        self.any[card] = true;
+        for (j, best) in self.best[card].iter_mut().enumerate() {
+            let state = CardState::new(6 * card + j);
+            match move_byte(successor, state) {
+                Some(byte) => *best = (*best).max(byte),
+                None => self.unanswered[card] |= 1 << j,
+            }
+        }
+    }
+
+    /// The best byte of the moves with card `card` from card state
+    /// `cards`, or `None` if one of them cannot be answered.
+    fn best(&self, cards: CardState, card: usize) -> Option<u8> {
+        let j = cards.after_playing(card).index() - 6 * card;
+        debug_assert!(j < 6, "a move with card {card} puts it on the side");
+        (self.unanswered[card] & (1 << j) == 0).then_some(self.best[card][j])
+    }
+}
+
+/// Folds the successors of a layout's moves by card slot (the board part
 /// of a move does not depend on the card state).
-fn successors_per_card<S: ValueSource>(source: &S, layout: &Layout) -> Result<[Vec<Successor>; 5], S::Error> {
-    let mut per_card: [Vec<Successor>; 5] = Default::default();
+fn moves_by_card<S: ValueSource>(source: &S, layout: &Layout) -> Result<MovesByCard, S::Error> {
+    let mut by_card = MovesByCard::default();
+    let mut pending = PendingReads { moves: [(0, 0, 0); PENDING_READS], count: 0 };
     let mut done = 0u32;
+    let mut failed = None;
     // Three deals that between them give the mover every card.
     for (mover, opponent, side) in [([0, 1], [2, 3], 4), ([2, 3], [0, 1], 4), ([4, 0], [1, 2], 3)] {
         let cards = CardState::from_hands(mover, opponent, side).expect("a deal");
         let position = layout.with_cards(cards);
-        for played in position.moves(source.rules()) {
-            if played.is_pass() || done & (1 << played.card_slot) != 0 {
-                continue;
+        position.for_each_board_move(source.rules(), |played| {
+            if failed.is_some() || done & (1 << played.card_slot) != 0 {
+                return;
             }
-            per_card[played.card_slot].push(successor(source, played.outcome)?);
-        }
+            let Outcome::Continue(next) = played.outcome else {
+                return by_card.fold(played.card_slot, &Successor::Win);
+            };
+            let (slot, n) = locate(source, &next);
+            source.prefetch(slot, n);
+            pending.moves[pending.count] = (played.card_slot, slot, n);
+            pending.count += 1;
+            if pending.count == PENDING_READS {
+                failed = pending.read(source, &mut by_card).err();
+            }
+        });
         done |= (1 << mover[0]) | (1 << mover[1]);
     }
-    Ok(per_card)
+    if let Some(error) = failed {
+        return Err(error);
+    }
+    pending.read(source, &mut by_card)?;
+    Ok(by_card)
+}
+
+/// Successors read at once, after all of them are ranked. Their bytes lie
+/// anywhere in the table (cache misses); read one by one between rankings
+/// the misses came one after another (about half of the deep check's time).
+const PENDING_READS: usize = 32;
+
+/// Moves whose successors are ranked but not read yet: (card slot,
+/// material slot, layout).
+struct PendingReads {
+    moves: [(usize, usize, u64); PENDING_READS],
+    count: usize,
+}
+
+impl PendingReads {
+    /// Reads the pending successors and folds them.
+    fn read<S: ValueSource>(&mut self, source: &S, by_card: &mut MovesByCard) -> Result<(), S::Error> {
+        for &(card, slot, n) in &self.moves[..self.count] {
+            by_card.fold(card, &Successor::At(source.bytes(slot, n)?));
+        }
+        self.count = 0;
+        Ok(())
+    }
 }
 
 /// The value byte a position's successors give it.
 fn derive<S: ValueSource>(
     source: &S,
-    per_card: &[Vec<Successor>; 5],
+    by_card: &MovesByCard,
     position: Position,
     cards: CardState,
 ) -> Result<Option<u8>, S::Error> {
     let held = cards.mover_cards();
     let mut best = 0u8;
-    if held.iter().all(|&c| per_card[c].is_empty()) {
+    if held.iter().all(|&c| !by_card.any[c]) {
         return match source.rules().no_move {
             NoMoveRule::Loss => Ok(Some(Value::Loss(0).to_byte())),
             NoMoveRule::Pass => {
@@ -629,12 +762,9 @@ fn derive<S: ValueSource>(
             }
         };
     }
-    for c in held {
-        let next = cards.after_playing(c);
-        for s in &per_card[c] {
-            let Some(byte) = move_byte(s, next) else { return Ok(None) };
-            best = best.max(byte);
-        }
+    for c in held.into_iter().filter(|&c| by_card.any[c]) {
+        let Some(byte) = by_card.best(cards, c) else { return Ok(None) };
+        best = best.max(byte);
     }
     Ok(Some(best))
 }
@@ -642,6 +772,67 @@ fn derive<S: ValueSource>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The oracle for [`derive`]: each card state on its own, from the
+    /// rules' list of moves (passes included) and a byte per successor.
+    fn derive_plainly(source: &TableValues, position: Position) -> Option<u8> {
+        let moves = position.moves(source.rules());
+        if moves.is_empty() {
+            return Some(Value::Loss(0).to_byte());
+        }
+        let mut best = 0;
+        for played in moves {
+            let byte = match played.outcome {
+                Outcome::Win => WIN_IN_1,
+                Outcome::Continue(next) => {
+                    let (slot, n) = locate(source, &next);
+                    let successor = source.bytes(slot, n).unwrap()[next.cards.index()];
+                    if successor == NO_VALUE || successor == 129 {
+                        return None;
+                    }
+                    negate(successor)
+                }
+            };
+            best = best.max(byte);
+        }
+        Some(best)
+    }
+
+    /// Both no-move rules, and cards whose moves jump over pieces.
+    #[test]
+    fn values_derived_by_card_are_those_derived_state_by_state() {
+        let sets = [
+            (["Boar", "Ox", "Elephant", "Horse", "Crab"], NoMoveRule::Pass),
+            (["Tiger", "Dragon", "Frog", "Rabbit", "Crane"], NoMoveRule::Loss),
+        ];
+        for (names, no_move) in sets {
+            let rules = Rules { cards: crate::rules::CardSet::from_names(&names).unwrap(), no_move };
+            let table = Table::generate(&rules, 2).unwrap();
+            let source = TableValues::new(&table);
+            let mut compared = 0;
+            for (slot, solved) in table.materials().iter().enumerate() {
+                for n in (0..solved.index.layouts()).step_by(7) {
+                    let layout = solved.index.unrank(n);
+                    if layout.with_cards(CardState::new(0)).is_game_over() {
+                        continue;
+                    }
+                    let by_card = moves_by_card(&source, &layout).unwrap();
+                    for cards in CardState::all() {
+                        let position = layout.with_cards(cards);
+                        let derived = derive(&source, &by_card, position, cards).unwrap();
+                        assert_eq!(
+                            derived,
+                            derive_plainly(&source, position),
+                            "{names:?} {no_move:?} slot {slot} layout {n}"
+                        );
+                        assert_eq!(derived, Some(source.bytes(slot, n).unwrap()[cards.index()]), "the table is right");
+                        compared += 1;
+                    }
+                }
+            }
+            assert!(compared > 100_000, "{compared}");
+        }
+    }
 
     #[test]
     fn a_table_bigger_than_the_memory_available_is_refused() {

@@ -1228,12 +1228,7 @@ fn successor_slot(p: usize, q: usize, a: usize, b: usize) -> usize {
 /// docs/BENCHMARKS.md).
 #[inline(always)]
 fn prefetch<T>(block: &[T]) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch reads nothing and writes nothing; any address is
-    // allowed, and this one is the block's own start.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(block.as_ptr() as *const i8, std::arch::x86_64::_MM_HINT_T0)
-    };
+    crate::cache_hint::prefetch(block)
 }
 
 /// Asks for the lines of `count` words of `lane` from `first` on (a
