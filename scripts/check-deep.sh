@@ -6,8 +6,9 @@
 # `onitb verify --deep` re-derive every value from its successors with the
 # rules' own move generator (no solver code). Prints one line per table:
 # the cards, the rule, the whole table's counts, the check's verdict and
-# both wall times. At 6 men about 20 s to generate and 50 s to check a
-# table on a 2-core machine. Too slow for every change, so not in .ci/run.
+# both wall times. At 6 men, on a 2-core machine, 35-70 s to generate a
+# table (about 20 s for a mirror-closed set such as the default) and 45-70
+# s to check it. Too slow for every change, so not in .ci/run.
 #
 # usage: scripts/check-deep.sh [SETS] [MEN] [OFFSET]
 #   scripts/check-deep.sh 4 6 11
