@@ -1,6 +1,17 @@
-# Sourced by the A/B scripts (ab-generate.sh, ab-verify.sh): rows of
-# "round binary cpu_s wall_s max_rss_kib" from /usr/bin/time -v output,
-# and the summary of those rows.
+# Sourced by the A/B scripts (ab-generate.sh, ab-verify.sh), from the
+# project root: the scratch directory and both builds, rows of "round
+# binary cpu_s wall_s max_rss_kib" from /usr/bin/time -v output, and the
+# summary of those rows.
+
+# ab_start BASE: sets `scratch` to a directory under target/ (removed on
+# exit) holding onitb.base (revision BASE) and onitb.this (the working
+# tree), both release builds, and prints the rows' header.
+ab_start() {
+  scratch=$(mktemp -d -p "$PWD/target")
+  trap 'rm -rf "$scratch"' EXIT
+  scripts/ab-build.sh "$1" "$scratch"
+  printf 'round\tbinary\tcpu_s\twall_s\tmax_rss_kib\n'
+}
 
 # ab_row ROUND WHICH TIME_FILE ROWS_FILE: prints the row of one run (from
 # TIME_FILE, /usr/bin/time -v's output) and appends it to ROWS_FILE.

@@ -18,12 +18,8 @@ rounds=${2:-3}
 men=${3:-6}
 shift $(( $# > 3 ? 3 : $# )) || true
 cd "$(dirname "$0")/.."
-root=$PWD
-scratch=$(mktemp -d -p "$root/target")
-trap 'rm -rf "$scratch"' EXIT
-scripts/ab-build.sh "$base_rev" "$scratch"
 source scripts/ab-common.sh
-printf 'round\tbinary\tcpu_s\twall_s\tmax_rss_kib\n'
+ab_start "$base_rev"
 for round in $(seq 1 "$rounds"); do
   for which in base this; do
     rm -rf "$scratch/out.$which" "$scratch/work.$which"

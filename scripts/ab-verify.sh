@@ -14,11 +14,8 @@ base_rev=${1:?usage: scripts/ab-verify.sh BASE ROUNDS verify-args...}
 rounds=${2:?usage: scripts/ab-verify.sh BASE ROUNDS verify-args...}
 shift 2
 cd "$(dirname "$0")/.."
-scratch=$(mktemp -d -p "$PWD/target")
-trap 'rm -rf "$scratch"' EXIT
-scripts/ab-build.sh "$base_rev" "$scratch"
 source scripts/ab-common.sh
-printf 'round\tbinary\tcpu_s\twall_s\tmax_rss_kib\n'
+ab_start "$base_rev"
 for round in $(seq 1 "$rounds"); do
   for which in base this; do
     /usr/bin/time -v "$scratch/onitb.$which" verify "$@" >"$scratch/out" 2>"$scratch/time" ||

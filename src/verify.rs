@@ -784,14 +784,7 @@ mod tests {
         for played in moves {
             let byte = match played.outcome {
                 Outcome::Win => WIN_IN_1,
-                Outcome::Continue(next) => {
-                    let (slot, n) = locate(source, &next);
-                    let successor = source.bytes(slot, n).unwrap()[next.cards.index()];
-                    if successor == NO_VALUE || successor == 129 {
-                        return None;
-                    }
-                    negate(successor)
-                }
+                Outcome::Continue(next) => move_byte(&successor(source, played.outcome).unwrap(), next.cards)?,
             };
             best = best.max(byte);
         }
