@@ -22,3 +22,17 @@ same_shards() {
   [ "$count" -gt 0 ] && [ "$(ls "$2" | wc -l)" -eq "$count" ]
   echo "$count"
 }
+
+# all_card_sets: sets `all` to the 4368 sets of the 16 base cards, each as
+# "A,B,C,D,E", in lexicographic order of the cards' places in the rules'
+# list (the order scripts/check-card-sets.sh's test picks them in).
+all_card_sets() {
+  local cards=(Boar Cobra Crab Crane Dragon Eel Elephant Frog Goose Horse Mantis Monkey Ox Rabbit Rooster Tiger)
+  local a b c d e
+  all=()
+  for a in {0..15}; do for b in $(seq $((a + 1)) 15); do for c in $(seq $((b + 1)) 15); do
+    for d in $(seq $((c + 1)) 15); do for e in $(seq $((d + 1)) 15); do
+      all+=("${cards[a]},${cards[b]},${cards[c]},${cards[d]},${cards[e]}")
+    done; done
+  done; done; done
+}

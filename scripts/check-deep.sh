@@ -19,13 +19,7 @@ offset=${3:-0}
 cd "$(dirname "$0")/.."
 source scripts/check-common.sh
 build_and_scratch
-cards=(Boar Cobra Crab Crane Dragon Eel Elephant Frog Goose Horse Mantis Monkey Ox Rabbit Rooster Tiger)
-all=()
-for a in {0..15}; do for b in $(seq $((a + 1)) 15); do for c in $(seq $((b + 1)) 15); do
-  for d in $(seq $((c + 1)) 15); do for e in $(seq $((d + 1)) 15); do
-    all+=("${cards[a]},${cards[b]},${cards[c]},${cards[d]},${cards[e]}")
-  done; done
-done; done; done
+all_card_sets
 failed=0
 for k in $(seq 0 $((sets - 1))); do
   set=${all[$(((offset + k * ${#all[@]} / sets) % ${#all[@]}))]}

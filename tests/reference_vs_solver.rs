@@ -317,3 +317,24 @@ fn solver_matches_reference_on_a_sweep_of_card_sets() {
         check_both_rules_up_to(set, max_men);
     }
 }
+
+/// The reference solver's counts (longest win and loss included, which its
+/// `u16` plies hold beyond the value byte's 252) for the card sets in
+/// `ONITB_DEPTH_SETS` ("A,B,C,D,E;F,G,H,I,J"), both rules, at 4 men. Not run
+/// by `cargo test` (about 25 s a set in release): for sets whose tables
+/// the solver refuses as too deep (`scripts/survey-depths.sh` finds them),
+/// `cargo test --release --test reference_vs_solver -- --ignored --nocapture
+/// reference_depths`.
+#[test]
+#[ignore]
+fn reference_depths_of_card_sets() {
+    let sets = std::env::var("ONITB_DEPTH_SETS").expect("ONITB_DEPTH_SETS=A,B,C,D,E;...");
+    for set in sets.split(';') {
+        let names: Vec<&str> = set.split(',').collect();
+        let names: [&str; 5] = names.try_into().unwrap_or_else(|_| panic!("{set}: not five cards"));
+        for rule in [NoMove::Pass, NoMove::Loss] {
+            let counts = RefTable::solve(RefRules::new(names, rule), 2, 4).counts();
+            eprintln!("{set} / {rule:?}: reference counts {counts:?}");
+        }
+    }
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# How deep do the tables of the card sets go? Generates the MEN-men table
+# (release build, in memory) of SETS card sets spread evenly over the 4368
+# sets of the base cards (lexicographic order, from OFFSET, as
+# scripts/check-deep.sh picks them; SETS=4368 is every set) under the no-move
+# RULE, two tables at a time with one worker thread each, and appends one
+# line per set to OUT:
+#   cards <tab> rule <tab> longest win plies <tab> longest loss plies
+# or, for a table the value byte cannot hold (a loss deeper than 252 plies,
+# src/value.rs), `too deep` and the solver's message in place of the plies.
+# Sets already in OUT are skipped, so an interrupted survey goes on where it
+# stopped. Ends with the deepest sets found. About 0.5 s of wall time a set
+# at 4 men (every set: 28 min on a 2-core machine); about 40 s at 6.
+#
+# usage: scripts/survey-depths.sh MEN RULE OUT [SETS] [OFFSET]
+#   scripts/survey-depths.sh 4 pass target/depths-4-pass.tsv
+set -euo pipefail
+men=${1:?usage: survey-depths.sh MEN RULE OUT [SETS] [OFFSET]}
+rule=${2:?usage: survey-depths.sh MEN RULE OUT [SETS] [OFFSET]}
+out=${3:?usage: survey-depths.sh MEN RULE OUT [SETS] [OFFSET]}
+sets=${4:-4368}
+offset=${5:-0}
+out=$(realpath "$out")
+cd "$(dirname "$0")/.."
+source scripts/check-common.sh
+build_and_scratch
+all_card_sets
+touch "$out"
+
+# survey_share SHARE: the sets k with k % 2 == SHARE, one after another.
+survey_share() {
+  local share=$1 k set table line
+  for ((k = share; k < sets; k += 2)); do
+    set=${all[$(((offset + k * ${#all[@]} / sets) % ${#all[@]}))]}
+    if grep -q "^$set	$rule	" "$out"; then continue; fi
+    table="$work/table-$share"
+    rm -rf "$table"
+    if "$bin" generate --men "$men" --cards "$set" --no-move "$rule" --threads 1 --quiet \
+      --out "$table" >"$work/stats-$share" 2>&1; then
+      line=$(awk -v s="$set" -v r="$rule" '$1 == "all" {print s "\t" r "\t" $7 "\t" $8}' "$work/stats-$share")
+    elif grep -q "too deep\|deeper than" "$work/stats-$share"; then
+      line="$set	$rule	too deep	$(tail -1 "$work/stats-$share")"
+    else
+      echo "$set: generate failed:" >&2
+      cat "$work/stats-$share" >&2
+      return 1
+    fi
+    # One short line per append: the two shares' lines do not interleave.
+    echo "$line" >>"$out"
+  done
+}
+survey_share 0 &
+first=$!
+survey_share 1
+wait "$first"
+
+echo "$(grep -c "	$rule	" "$out") sets surveyed at $men men, rule $rule; the deepest losses:"
+# Sorted into a file, not piped into head: under pipefail, head closing the
+# pipe early would fail the script.
+grep "	$rule	" "$out" | sort -t '	' -k4,4nr >"$work/sorted"
+head -10 "$work/sorted"
+grep "	$rule	too deep	" "$out" || true
