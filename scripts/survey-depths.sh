@@ -12,8 +12,13 @@
 # stopped. Ends with the deepest sets found. About 0.5 s of wall time a set
 # at 4 men (every set: 28 min on a 2-core machine); about 40 s at 6.
 #
-# usage: scripts/survey-depths.sh MEN RULE OUT [SETS] [OFFSET]
+# SETS may instead name a file with one card set per line, e.g. the deepest
+# sets of a survey at fewer men: those sets are surveyed.
+#
+# usage: scripts/survey-depths.sh MEN RULE OUT [SETS | SETS_FILE] [OFFSET]
 #   scripts/survey-depths.sh 4 pass target/depths-4-pass.tsv
+#   sort -t "$(printf '\t')" -k4,4nr target/depths-4-pass.tsv | head -12 | cut -f1 >target/deep-sets
+#   scripts/survey-depths.sh 6 pass target/depths-6-pass.tsv target/deep-sets
 set -euo pipefail
 men=${1:?usage: survey-depths.sh MEN RULE OUT [SETS] [OFFSET]}
 rule=${2:?usage: survey-depths.sh MEN RULE OUT [SETS] [OFFSET]}
@@ -21,10 +26,17 @@ out=${3:?usage: survey-depths.sh MEN RULE OUT [SETS] [OFFSET]}
 sets=${4:-4368}
 offset=${5:-0}
 out=$(realpath "$out")
+[[ -f $sets ]] && sets=$(realpath "$sets")
 cd "$(dirname "$0")/.."
 source scripts/check-common.sh
 build_and_scratch
-all_card_sets
+if [[ -f $sets ]]; then
+  mapfile -t all <"$sets"
+  sets=${#all[@]}
+  offset=0
+else
+  all_card_sets
+fi
 touch "$out"
 
 # survey_share SHARE: the sets k with k % 2 == SHARE, one after another.

@@ -181,6 +181,25 @@ fn bad_arguments_are_refused_and_leave_nothing_behind() {
     }
 }
 
+/// A card set whose 4-men table holds a loss deeper than the value byte's
+/// 252 plies (2v2 goes to 292 in the reference solver, under either rule;
+/// `scripts/survey-depths.sh` found it, the only one of the 4368 at 4 men
+/// under the pass rule). Refused, in memory or streamed, with no table
+/// left behind rather than a wrong one.
+#[test]
+fn a_table_too_deep_for_the_value_byte_is_refused_and_leaves_nothing_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    let deep = ["generate", "--men", "4", "--cards", "Cobra,Eel,Goose,Mantis,Rooster", "--out", "t", "--quiet"];
+    let stderr = fails(cwd, &deep, "material 2v2 needs a loss deeper than 252 plies");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert_eq!(entries(cwd), Vec::<String>::new());
+
+    let streamed = [&deep[..], &["--work", "w", "--mem", "8MiB"]].concat();
+    fails(cwd, &streamed, "material 2v2 needs a loss deeper than 252 plies");
+    assert_eq!(entries(cwd), ["w"], "the work directory stays, the table is not published");
+}
+
 #[test]
 fn an_output_directory_holding_a_table_is_left_alone() {
     let tmp = tempfile::tempdir().unwrap();

@@ -94,7 +94,9 @@ const UNIT_PLACEMENTS: u64 = 512;
 pub enum SolveError {
     #[error("table size must be 1..={MAX_PIECES_PER_SIDE} pieces per side, got {0}")]
     Size(usize),
-    #[error("material {0} needs a loss deeper than {MAX_LOSS_PLIES} plies, which the value byte cannot hold")]
+    #[error(
+        "material {0} needs a loss deeper than {MAX_LOSS_PLIES} plies, which this version's one-byte values cannot hold (README: Limits)"
+    )]
     TooDeep(Material),
     #[error(
         "a memory budget of {} cannot hold the largest group of this table with its landing slice; the minimum is {} ({minimum_bytes} bytes)",
