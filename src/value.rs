@@ -111,7 +111,7 @@ impl Value {
 /// byte `successor`: one ply further from the end, sides swapped.
 /// # Panics: on [`NO_VALUE`] or a win too deep to answer with a loss byte.
 #[inline]
-pub fn negate(successor: u8) -> u8 {
+pub const fn negate(successor: u8) -> u8 {
     match successor {
         NO_VALUE => panic!("successor without a value"),
         1..=127 => 256u16.wrapping_sub(successor as u16) as u8,

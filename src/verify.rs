@@ -640,6 +640,22 @@ fn check_layout<S: ValueSource>(source: &S, slot: usize, n: u64) -> Result<Optio
     Ok(None)
 }
 
+/// `ANSWERS[b]`: what [`move_byte`] gives for a successor byte b, with
+/// [`NO_VALUE`] where it gives `None` (no value stored, or a win in 253
+/// plies, which no loss byte answers): the fold looks answers up instead
+/// of branching on each byte.
+const ANSWERS: [u8; 256] = {
+    let mut answers = [NO_VALUE; 256];
+    let mut byte = 1;
+    while byte < 256 {
+        if byte != 129 {
+            answers[byte] = negate(byte as u8);
+        }
+        byte += 1;
+    }
+    answers
+};
+
 /// What a layout's moves with each card slot give the mover. A move with
 /// card c puts c on the side, so its successor's card state is one of the
 /// six `6c..6c + 6` (the module comment of `rules`), whichever state the
@@ -662,11 +678,16 @@ impl MovesByCard {
     #[inline]
     fn fold(&mut self, card: usize, successor: &Successor) {
         self.any[card] = true;
-        for (j, best) in self.best[card].iter_mut().enumerate() {
-            let state = CardState::new(6 * card + j);
-            match move_byte(successor, state) {
-                Some(byte) => *best = (*best).max(byte),
-                None => self.unanswered[card] |= 1 << j,
+        match successor {
+            Successor::Win => self.best[card] = [WIN_IN_1; 6],
+            Successor::At(bytes) => {
+                let mut unanswered = 0;
+                for (j, (best, &byte)) in self.best[card].iter_mut().zip(&bytes[6 * card..6 * card + 6]).enumerate() {
+                    let answer = ANSWERS[byte as usize];
+                    *best = (*best).max(answer);
+                    unanswered |= u8::from(answer == NO_VALUE) << j;
+                }
+                self.unanswered[card] |= unanswered;
             }
         }
     }
@@ -775,7 +796,7 @@ mod tests {
 
     /// The oracle for [`derive`]: each card state on its own, from the
     /// rules' list of moves (passes included) and a byte per successor.
-    fn derive_plainly(source: &TableValues, position: Position) -> Option<u8> {
+    fn derive_plainly<S: ValueSource<Error = std::convert::Infallible>>(source: &S, position: Position) -> Option<u8> {
         let moves = position.moves(source.rules());
         if moves.is_empty() {
             return Some(Value::Loss(0).to_byte());
@@ -791,7 +812,78 @@ mod tests {
         Some(best)
     }
 
-    /// Both no-move rules, and cards whose moves jump over pieces.
+    #[test]
+    fn the_answer_table_is_move_byte() {
+        for byte in 0..=u8::MAX {
+            let answer = move_byte(&Successor::At([byte; CARD_STATES]), CardState::new(7));
+            assert_eq!(ANSWERS[byte as usize], answer.unwrap_or(NO_VALUE), "byte {byte}");
+        }
+    }
+
+    /// A table read with some bytes replaced by ones no move answers (no
+    /// value, or a win in 253 plies), as a damaged table may hold them.
+    struct Damaged<'a>(TableValues<'a>);
+
+    impl ValueSource for Damaged<'_> {
+        type Error = std::convert::Infallible;
+
+        fn rules(&self) -> &Rules {
+            self.0.rules()
+        }
+
+        fn index(&self, slot: usize) -> &MaterialIndex {
+            self.0.index(slot)
+        }
+
+        fn slot(&self, material: Material) -> usize {
+            self.0.slot(material)
+        }
+
+        fn bytes(&self, slot: usize, layout: u64) -> Result<[u8; CARD_STATES], Self::Error> {
+            let mut bytes = self.0.bytes(slot, layout)?;
+            for (k, byte) in bytes.iter_mut().enumerate() {
+                match (layout as usize * CARD_STATES + k) % 23 {
+                    0 => *byte = NO_VALUE,
+                    1 => *byte = 129,
+                    _ => {}
+                }
+            }
+            Ok(bytes)
+        }
+    }
+
+    /// [`derive`] against [`derive_plainly`] on every 7th layout of the
+    /// table; with `right`, against the table's own bytes too. Returns how
+    /// many states it compared.
+    fn compare_derivations<S: ValueSource<Error = std::convert::Infallible>>(
+        source: &S,
+        table: &Table,
+        right: bool,
+    ) -> usize {
+        let mut compared = 0;
+        for (slot, solved) in table.materials().iter().enumerate() {
+            for n in (0..solved.index.layouts()).step_by(7) {
+                let layout = solved.index.unrank(n);
+                if layout.with_cards(CardState::new(0)).is_game_over() {
+                    continue;
+                }
+                let by_card = moves_by_card(source, &layout).unwrap();
+                for cards in CardState::all() {
+                    let position = layout.with_cards(cards);
+                    let derived = derive(source, &by_card, position, cards).unwrap();
+                    assert_eq!(derived, derive_plainly(source, position), "slot {slot} layout {n}, {cards:?}");
+                    if right {
+                        assert_eq!(derived, Some(source.bytes(slot, n).unwrap()[cards.index()]), "the table is right");
+                    }
+                    compared += 1;
+                }
+            }
+        }
+        compared
+    }
+
+    /// Both no-move rules, cards whose moves jump over pieces, and
+    /// successors that no value answers.
     #[test]
     fn values_derived_by_card_are_those_derived_state_by_state() {
         let sets = [
@@ -801,29 +893,9 @@ mod tests {
         for (names, no_move) in sets {
             let rules = Rules { cards: crate::rules::CardSet::from_names(&names).unwrap(), no_move };
             let table = Table::generate(&rules, 2).unwrap();
-            let source = TableValues::new(&table);
-            let mut compared = 0;
-            for (slot, solved) in table.materials().iter().enumerate() {
-                for n in (0..solved.index.layouts()).step_by(7) {
-                    let layout = solved.index.unrank(n);
-                    if layout.with_cards(CardState::new(0)).is_game_over() {
-                        continue;
-                    }
-                    let by_card = moves_by_card(&source, &layout).unwrap();
-                    for cards in CardState::all() {
-                        let position = layout.with_cards(cards);
-                        let derived = derive(&source, &by_card, position, cards).unwrap();
-                        assert_eq!(
-                            derived,
-                            derive_plainly(&source, position),
-                            "{names:?} {no_move:?} slot {slot} layout {n}"
-                        );
-                        assert_eq!(derived, Some(source.bytes(slot, n).unwrap()[cards.index()]), "the table is right");
-                        compared += 1;
-                    }
-                }
-            }
-            assert!(compared > 100_000, "{compared}");
+            let compared = compare_derivations(&TableValues::new(&table), &table, true);
+            assert!(compared > 100_000, "{names:?} {no_move:?}: {compared}");
+            compare_derivations(&Damaged(TableValues::new(&table)), &table, false);
         }
     }
 
