@@ -320,8 +320,8 @@ fn solver_matches_reference_on_a_sweep_of_card_sets() {
 
 /// The reference solver's counts (longest win and loss included, which its
 /// `u16` plies hold beyond the value byte's 252) for the card sets in
-/// `ONITB_DEPTH_SETS` ("A,B,C,D,E;F,G,H,I,J"), both rules, at 4 men. Not run
-/// by `cargo test` (about 25 s a set in release): for sets whose tables
+/// `ONITB_DEPTH_SETS` ("A,B,C,D,E;F,G,H,I,J"), both rules, at 4 men. Not
+/// run by `cargo test` (2-3 min a set in release): for sets whose tables
 /// the solver refuses as too deep (`scripts/survey-depths.sh` finds them),
 /// `cargo test --release --test reference_vs_solver -- --ignored --nocapture
 /// reference_depths`.
