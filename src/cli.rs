@@ -570,17 +570,25 @@ fn generate(args: GenerateArgs) -> Result<()> {
         }
         Ok((solved, per))
     });
-    let (solved, per) = solved_and_written.inspect_err(|_| {
+    let (solved, per) = solved_and_written.map_err(|error| {
+        let Some(work) = &args.work else { return error };
         // Only a run with a work directory keeps its output (store::OutputDir).
         let entries = std::fs::read_dir(out.partial()).into_iter().flatten().flatten();
         let shards = entries.filter(|e| onitb::store::is_shard_name(&e.file_name().to_string_lossy())).count();
-        if args.work.is_some() && shards > 0 {
-            reporter.warning(format_args!(
-                "{shards} finished shard{} in {} for --resume",
-                if shards == 1 { " stays" } else { "s stay" },
-                out.partial().display()
-            ));
+        let kept =
+            format!("{shards} finished shard{} in {}", if shards == 1 { "" } else { "s" }, out.partial().display());
+        if matches!(error.downcast_ref(), Some(solver::SolveError::TooDeep(_))) {
+            // Resuming would solve the same pair to the same depth again.
+            let also = if shards > 0 { format!(" and the {kept}") } else { String::new() };
+            return anyhow::anyhow!(
+                "{error:#}; --resume cannot finish this table either, so the work directory {}{also} can be removed",
+                work.display()
+            );
         }
+        if shards > 0 {
+            reporter.warning(format_args!("{kept} {} for --resume", if shards == 1 { "stays" } else { "stay" }));
+        }
+        error
     })?;
     let total = per.values().fold(Stats::default(), |a, &b| Stats::merge(a, b));
     let per: Vec<(Material, Stats)> = per.into_iter().collect();

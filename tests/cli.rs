@@ -196,8 +196,19 @@ fn a_table_too_deep_for_the_value_byte_is_refused_and_leaves_nothing_behind() {
     assert_eq!(entries(cwd), Vec::<String>::new());
 
     let streamed = [&deep[..], &["--work", "w", "--mem", "8MiB"]].concat();
-    fails(cwd, &streamed, "material 2v2 needs a loss deeper than 252 plies");
+    let stderr = fails(cwd, &streamed, "material 2v2 needs a loss deeper than 252 plies");
+    assert!(stderr.contains("; --resume cannot finish this table either, so the work directory w"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
     assert_eq!(entries(cwd), ["w"], "the work directory stays, the table is not published");
+
+    // With room to write finished materials' shards beside the solve, those
+    // stay too, and the message names them.
+    fs::remove_dir_all(cwd.join("w")).unwrap();
+    let roomy = [&deep[..], &["--work", "w", "--mem", "1GiB"]].concat();
+    let stderr = fails(cwd, &roomy, "so the work directory w and the 3 finished shards in ");
+    let partial = entries(cwd).into_iter().find(|name| name.starts_with(".t.partial-")).expect("the shards stay");
+    assert!(stderr.contains(&partial), "{stderr}");
+    assert_eq!(entries(&cwd.join(&partial)), ["1v1.onitb", "1v2.onitb", "2v1.onitb"]);
 }
 
 #[test]
