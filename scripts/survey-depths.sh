@@ -21,9 +21,13 @@
 #   sort -t "$(printf '\t')" -k4,4nr target/depths-4-pass.tsv | head -12 | cut -f1 >target/deep-sets
 #   scripts/survey-depths.sh 6 pass target/depths-6-pass.tsv target/deep-sets
 set -euo pipefail
-men=${1:?usage: survey-depths.sh MEN RULE OUT [SETS] [OFFSET]}
-rule=${2:?usage: survey-depths.sh MEN RULE OUT [SETS] [OFFSET]}
-out=${3:?usage: survey-depths.sh MEN RULE OUT [SETS] [OFFSET]}
+if (($# < 3)); then
+  echo "usage: scripts/survey-depths.sh MEN RULE OUT [SETS | SETS_FILE] [OFFSET]" >&2
+  exit 2
+fi
+men=$1
+rule=$2
+out=$3
 sets=${4:-4368}
 offset=${5:-0}
 out=$(realpath "$out")

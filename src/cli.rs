@@ -575,18 +575,18 @@ fn generate(args: GenerateArgs) -> Result<()> {
         // Only a run with a work directory keeps its output (store::OutputDir).
         let entries = std::fs::read_dir(out.partial()).into_iter().flatten().flatten();
         let shards = entries.filter(|e| onitb::store::is_shard_name(&e.file_name().to_string_lossy())).count();
-        let kept =
-            format!("{shards} finished shard{} in {}", if shards == 1 { "" } else { "s" }, out.partial().display());
+        let (plural, verb) = if shards == 1 { ("", "stays") } else { ("s", "stay") };
+        let kept = (shards > 0).then(|| format!("{shards} finished shard{plural} in {}", out.partial().display()));
         if matches!(error.downcast_ref(), Some(solver::SolveError::TooDeep(_))) {
             // Resuming would solve the same pair to the same depth again.
-            let also = if shards > 0 { format!(" and the {kept}") } else { String::new() };
+            let also = kept.map(|kept| format!(" and the {kept}")).unwrap_or_default();
             return anyhow::anyhow!(
                 "{error:#}; --resume cannot finish this table either, so the work directory {}{also} can be removed",
                 work.display()
             );
         }
-        if shards > 0 {
-            reporter.warning(format_args!("{kept} {} for --resume", if shards == 1 { "stays" } else { "stay" }));
+        if let Some(kept) = kept {
+            reporter.warning(format_args!("{kept} {verb} for --resume"));
         }
         error
     })?;

@@ -182,10 +182,10 @@ fn bad_arguments_are_refused_and_leave_nothing_behind() {
 }
 
 /// A card set whose 4-men table holds a loss deeper than the value byte's
-/// 252 plies (2v2 goes to 292 in the reference solver, under either rule;
-/// `scripts/survey-depths.sh` found it, the only one of the 4368 at 4 men
-/// under either rule). Refused, in memory or streamed, with no table left
-/// behind rather than a wrong one.
+/// 252 plies (2v2 goes to 292 in the reference solver; under either rule
+/// the only one of the 4368 at 4 men, as `scripts/survey-depths.sh` found).
+/// Refused, in memory or streamed, with no table left behind rather than a
+/// wrong one.
 #[test]
 fn a_table_too_deep_for_the_value_byte_is_refused_and_leaves_nothing_behind() {
     let tmp = tempfile::tempdir().unwrap();
