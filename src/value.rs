@@ -1,6 +1,6 @@
-//! Game values and their one-byte encoding in value tables.
+//! Game values and their one- and two-byte encodings in value tables.
 //!
-//! Owns the byte encoding only; knows nothing of positions or storage.
+//! Owns the encodings only; knows nothing of positions or storage.
 //!
 //! A value byte is ordered by how good it is for the side to move, so the
 //! best move is the one with the largest negated successor byte:
@@ -13,8 +13,19 @@
 //! | 129..=255 | win in 2 * (255 - byte) + 1    |
 //!
 //! Wins take an odd number of plies and losses an even one, so the byte loses
-//! nothing. The deepest loss it holds is 252 plies; the solver refuses to go
-//! deeper instead of wrapping around.
+//! nothing. The deepest loss it holds is 252 plies. Tables that go deeper
+//! (a few card sets: README, "Limits") hold a value word per state instead,
+//! a little-endian `u16` in the same order:
+//!
+//! | word            | value                          |
+//! |-----------------|--------------------------------|
+//! | 0               | no value: not a position       |
+//! | 1..=32767       | loss in 2 * (word - 1) plies   |
+//! | 32768           | draw                           |
+//! | 32769..=65535   | win in 2 * (65535 - word) + 1  |
+//!
+//! so that a byte widens to the word of the same value by [`widen`]: a loss
+//! keeps its number, a draw is 32768, a win byte b is b + 0xFF00.
 
 use std::fmt;
 
@@ -25,6 +36,95 @@ pub const DRAW: u8 = 128;
 pub const MAX_LOSS_PLIES: u16 = 252;
 /// Deepest win a value byte can hold.
 pub const MAX_WIN_PLIES: u16 = 253;
+/// The value word of a draw.
+pub const DRAW_WORD: u16 = 0x8000;
+/// Deepest loss a value word can hold: 2 * (32767 - 1).
+pub const MAX_LOSS_PLIES_WORD: u16 = 65532;
+
+/// Bytes a table stores per (layout, card state): one value byte, or a
+/// value word where some loss is deeper than [`MAX_LOSS_PLIES`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum ValueWidth {
+    #[default]
+    Byte,
+    Word,
+}
+
+impl ValueWidth {
+    /// Bytes per state: 1 or 2.
+    pub const fn bytes(self) -> usize {
+        match self {
+            ValueWidth::Byte => 1,
+            ValueWidth::Word => 2,
+        }
+    }
+
+    /// Deepest loss this width holds, in plies.
+    pub const fn max_loss_plies(self) -> u16 {
+        match self {
+            ValueWidth::Byte => MAX_LOSS_PLIES,
+            ValueWidth::Word => MAX_LOSS_PLIES_WORD,
+        }
+    }
+
+    /// The value of the state at `state` (a state number, not a byte
+    /// offset) of `values` stored at this width, `None` for no value.
+    #[inline]
+    pub fn value_at(self, values: &[u8], state: usize) -> Option<Value> {
+        match self {
+            ValueWidth::Byte => Value::from_byte(values[state]),
+            ValueWidth::Word => Value::from_word(word_at(values, state)),
+        }
+    }
+
+    /// The value word of the state at `state` of `values` stored at this
+    /// width (a byte is widened).
+    #[inline]
+    pub fn word_at(self, values: &[u8], state: usize) -> u16 {
+        match self {
+            ValueWidth::Byte => widen(values[state]),
+            ValueWidth::Word => word_at(values, state),
+        }
+    }
+}
+
+/// The `state`-th little-endian value word of `values`.
+#[inline(always)]
+pub fn word_at(values: &[u8], state: usize) -> u16 {
+    u16::from_le_bytes([values[2 * state], values[2 * state + 1]])
+}
+
+/// Stores `word` as the `state`-th little-endian value word of `values`.
+#[inline(always)]
+pub fn set_word_at(values: &mut [u8], state: usize, word: u16) {
+    values[2 * state..2 * state + 2].copy_from_slice(&word.to_le_bytes());
+}
+
+/// The value word of the value that `byte` encodes.
+#[inline]
+pub const fn widen(byte: u8) -> u16 {
+    match byte {
+        0..=127 => byte as u16,
+        DRAW => DRAW_WORD,
+        _ => byte as u16 + 0xFF00,
+    }
+}
+
+/// [`negate`] for value words: the word of a position whose successor (seen
+/// by the opponent) has value word `successor`.
+/// # Panics: on no value, or a win too deep to answer with a loss word.
+#[inline]
+pub const fn negate_word(successor: u16) -> u16 {
+    match successor {
+        0 => panic!("successor without a value"),
+        1..=0x7FFF => 0u16.wrapping_sub(successor),
+        DRAW_WORD => DRAW_WORD,
+        _ => {
+            assert!(successor > 0x8001, "the deepest win cannot be answered by a loss word");
+            1u16.wrapping_sub(successor)
+        }
+    }
+}
 
 /// Result for the side to move, with plies to the end of the game under best
 /// play (the winner hurries, the loser delays).
@@ -49,6 +149,32 @@ impl Value {
                 1 + (plies / 2) as u8
             }
             Value::Draw => DRAW,
+        }
+    }
+
+    /// The value word. # Panics: on plies a word cannot hold (odd losses,
+    /// even wins, beyond the maximum).
+    pub fn to_word(self) -> u16 {
+        match self {
+            Value::Win(plies) => {
+                assert!(plies % 2 == 1 && plies <= MAX_LOSS_PLIES_WORD + 1, "win in {plies} plies has no value word");
+                u16::MAX - (plies - 1) / 2
+            }
+            Value::Loss(plies) => {
+                assert!(plies % 2 == 0 && plies <= MAX_LOSS_PLIES_WORD, "loss in {plies} plies has no value word");
+                1 + plies / 2
+            }
+            Value::Draw => DRAW_WORD,
+        }
+    }
+
+    /// The value of a word, `None` for no value (0).
+    pub fn from_word(word: u16) -> Option<Value> {
+        match word {
+            0 => None,
+            1..=0x7FFF => Some(Value::Loss(2 * (word - 1))),
+            DRAW_WORD => Some(Value::Draw),
+            _ => Some(Value::Win(2 * (u16::MAX - word) + 1)),
         }
     }
 
@@ -163,5 +289,43 @@ mod tests {
         assert_eq!(negate(Value::Loss(250).to_byte()), Value::Win(251).to_byte());
         assert_eq!(negate(Value::Win(251).to_byte()), Value::Loss(252).to_byte());
         assert_eq!(negate(DRAW), DRAW);
+    }
+
+    #[test]
+    fn words_round_trip_keep_the_order_and_widen_bytes() {
+        let mut last: Option<Value> = None;
+        for word in 1..=u16::MAX {
+            let value = Value::from_word(word).unwrap();
+            assert_eq!(value.to_word(), word);
+            if let Some(prev) = last {
+                assert!(value.goodness() > prev.goodness(), "word {word}");
+            }
+            last = Some(value);
+        }
+        assert_eq!(widen(NO_VALUE), 0);
+        for byte in 1..=u8::MAX {
+            assert_eq!(Value::from_word(widen(byte)), Value::from_byte(byte), "byte {byte}");
+        }
+        let mut bytes = [0u8; 6];
+        set_word_at(&mut bytes, 1, 0xABCD);
+        assert_eq!((bytes, word_at(&bytes, 1)), ([0, 0, 0xCD, 0xAB, 0, 0], 0xABCD));
+        assert_eq!(ValueWidth::Word.value_at(&bytes, 1), Value::from_word(0xABCD));
+        assert_eq!(ValueWidth::Byte.word_at(&bytes, 2), widen(0xCD));
+    }
+
+    #[test]
+    fn word_negation_is_the_value_one_ply_earlier() {
+        for word in 1..=u16::MAX {
+            let value = Value::from_word(word).unwrap();
+            if value == Value::Win(MAX_LOSS_PLIES_WORD + 1) {
+                continue;
+            }
+            assert_eq!(Value::from_word(negate_word(word)), Some(value.before_move()), "word {word}");
+        }
+        for byte in 1..=u8::MAX {
+            if byte != 129 {
+                assert_eq!(widen(negate(byte)), negate_word(widen(byte)), "byte {byte}");
+            }
+        }
     }
 }

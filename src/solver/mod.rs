@@ -59,7 +59,7 @@ use crate::blockio::{IoBackendKind, IoChoice};
 use crate::index::{Material, MaterialIndex};
 use crate::rules::{ALL_CARD_STATES, CARD_STATES, MAX_PIECES_PER_SIDE, Rules};
 use crate::table::{SolvedMaterial, Table};
-use crate::value::{MAX_LOSS_PLIES, Value};
+use crate::value::{MAX_LOSS_PLIES, Value, ValueWidth};
 pub use checkpoint::PairTime;
 use checkpoint::{Checkpoint, PairRecord, WorkRecord};
 use compact::SolvedPlacements;
@@ -449,6 +449,8 @@ pub struct FinishedMaterial {
     index: MaterialIndex,
     values_layout: LaneLayout,
     values: FinishedValues,
+    /// Bytes per state of `values` (see `value::ValueWidth`).
+    width: ValueWidth,
 }
 
 enum FinishedValues {
@@ -459,6 +461,11 @@ enum FinishedValues {
 impl FinishedMaterial {
     pub fn material(&self) -> Material {
         self.index.material
+    }
+
+    /// Bytes per state of the values [`Self::for_each_chunk`] hands out.
+    pub fn width(&self) -> ValueWidth {
+        self.width
     }
 
     pub fn index(&self) -> &MaterialIndex {
@@ -2459,8 +2466,15 @@ pub fn solve_with(
                 }
                 (None, Storage::OnDisk(_)) => unreachable!("lanes on disk need a work directory"),
             };
-            solved
-                .insert(material, FinishedMaterial { index: work.index, values_layout: work.values, values: finished });
+            solved.insert(
+                material,
+                FinishedMaterial {
+                    index: work.index,
+                    values_layout: work.values,
+                    values: finished,
+                    width: ValueWidth::Byte,
+                },
+            );
         }
         if let Some(cp) = &mut checkpoint {
             let spent_ms = millis(spent_before + started.elapsed());
@@ -2566,7 +2580,7 @@ fn open_finished(dir: &Path, material: Material) -> Result<FinishedMaterial, Sol
     let index = MaterialIndex::new(material);
     let values_layout = LaneLayout::new(&index, CARD_STATES as u64);
     let packed = PackedValues::open(&packed_values::packed_path(dir, material), &values_layout)?;
-    Ok(FinishedMaterial { index, values_layout, values: FinishedValues::Packed(packed) })
+    Ok(FinishedMaterial { index, values_layout, values: FinishedValues::Packed(packed), width: ValueWidth::Byte })
 }
 
 #[cfg(test)]
