@@ -832,6 +832,12 @@ impl Reporter {
                 };
                 self.line(format_args!("{}: started, {layouts} layouts, {how}{resumed}", pair(materials)));
             }
+            Progress::Widened { material } => {
+                self.line(format_args!(
+                    "{material}: needs a loss deeper than {} plies; solving the table again with two-byte values",
+                    onitb::value::MAX_LOSS_PLIES
+                ));
+            }
             Progress::IoBackend { backend, fallback } => {
                 self.line(format_args!("streaming with {backend} I/O"));
                 if let Some(why) = fallback {

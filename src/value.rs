@@ -71,9 +71,45 @@ impl ValueWidth {
     /// offset) of `values` stored at this width, `None` for no value.
     #[inline]
     pub fn value_at(self, values: &[u8], state: usize) -> Option<Value> {
+        self.decode(self.code_at(values, state))
+    }
+
+    /// What this width stores for `value`: the byte (as a `u16`) or the
+    /// word. Codes of one width compare as their values do.
+    /// # Panics: as [`Value::to_byte`] or [`Value::to_word`].
+    #[inline]
+    pub fn encode(self, value: Value) -> u16 {
         match self {
-            ValueWidth::Byte => Value::from_byte(values[state]),
-            ValueWidth::Word => Value::from_word(word_at(values, state)),
+            ValueWidth::Byte => value.to_byte() as u16,
+            ValueWidth::Word => value.to_word(),
+        }
+    }
+
+    /// The value of a code of this width ([`Self::encode`]), `None` for no
+    /// value.
+    #[inline]
+    pub fn decode(self, code: u16) -> Option<Value> {
+        match self {
+            ValueWidth::Byte => Value::from_byte(code as u8),
+            ValueWidth::Word => Value::from_word(code),
+        }
+    }
+
+    /// The code stored for the state at `state` of `values`.
+    #[inline(always)]
+    pub fn code_at(self, values: &[u8], state: usize) -> u16 {
+        match self {
+            ValueWidth::Byte => values[state] as u16,
+            ValueWidth::Word => word_at(values, state),
+        }
+    }
+
+    /// Stores `code` for the state at `state` of `values`.
+    #[inline(always)]
+    pub fn set_code_at(self, values: &mut [u8], state: usize, code: u16) {
+        match self {
+            ValueWidth::Byte => values[state] = code as u8,
+            ValueWidth::Word => set_word_at(values, state, code),
         }
     }
 
@@ -311,6 +347,13 @@ mod tests {
         assert_eq!((bytes, word_at(&bytes, 1)), ([0, 0, 0xCD, 0xAB, 0, 0], 0xABCD));
         assert_eq!(ValueWidth::Word.value_at(&bytes, 1), Value::from_word(0xABCD));
         assert_eq!(ValueWidth::Byte.word_at(&bytes, 2), widen(0xCD));
+        for width in [ValueWidth::Byte, ValueWidth::Word] {
+            for value in [Value::Loss(0), Value::Loss(252), Value::Draw, Value::Win(1), Value::Win(253)] {
+                let mut values = [0u8; 4];
+                width.set_code_at(&mut values, 1, width.encode(value));
+                assert_eq!((width.decode(width.encode(value)), width.value_at(&values, 1)), (Some(value), Some(value)));
+            }
+        }
     }
 
     #[test]

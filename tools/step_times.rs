@@ -25,6 +25,7 @@ fn main() {
                 )
             }
             Progress::MaterialDone { .. } => println!("  done {ms:9.1} ms"),
+            Progress::Widened { material } => println!("{material} too deep for bytes: again in words"),
             Progress::MaterialResumed { .. }
             | Progress::IoBackend { .. }
             | Progress::RunStarted { .. }

@@ -16,14 +16,12 @@ use crate::value;
 /// How card states find their successor's byte after playing one card slot.
 #[derive(Clone, Copy)]
 pub(super) struct CaptureValues {
-    // The scalar definition's tables; optimised x86_64 builds fold with the
-    // shuffles only.
+    // The scalar definition's tables (optimised x86_64 builds fold bytes
+    // with the shuffles only, and words with these).
     /// `after[k][c]`: card state after playing slot c from state k
     /// (`u8::MAX` if k does not hold c).
-    #[cfg_attr(all(target_arch = "x86_64", target_feature = "ssse3", not(debug_assertions)), allow(dead_code))]
     after: [[u8; CARDS_PER_GAME]; CARD_STATES],
     /// States in which the mover holds card slot c.
-    #[cfg_attr(all(target_arch = "x86_64", target_feature = "ssse3", not(debug_assertions)), allow(dead_code))]
     holds: [u32; CARDS_PER_GAME],
     /// Per card slot, the byte shuffles of the vector fold.
     #[cfg_attr(not(all(target_arch = "x86_64", target_feature = "ssse3")), allow(dead_code))]
@@ -104,6 +102,29 @@ impl CaptureValues {
         self.fold_scalar(values, captures);
         #[cfg(debug_assertions)]
         debug_assert_eq!(*values, expected, "the vector fold agrees with the scalar definition");
+    }
+
+    /// [`Self::fold`] on value words: `values` and each successor hold 30
+    /// little-endian words. A state at a time: word tables are few, and
+    /// the fast path is the bytes'.
+    pub fn fold_words<'s>(&self, values: &mut [u8], captures: impl Iterator<Item = (&'s [u8], u8)>) {
+        debug_assert_eq!(values.len(), 2 * CARD_STATES);
+        for (successor, cards) in captures {
+            for slot in 0..CARDS_PER_GAME {
+                if cards >> slot & 1 == 0 {
+                    continue;
+                }
+                let mut states = self.holds[slot];
+                while states != 0 {
+                    let k = states.trailing_zeros() as usize;
+                    states &= states - 1;
+                    let mine = value::negate_word(value::word_at(successor, self.after[k][slot] as usize));
+                    if mine > value::word_at(values, k) {
+                        value::set_word_at(values, k, mine);
+                    }
+                }
+            }
+        }
     }
 
     /// The definition, a state at a time (checks each byte it negates).

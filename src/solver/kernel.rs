@@ -20,7 +20,7 @@ use crate::rules::{
 };
 #[cfg(test)]
 use crate::rules::{rotate, rotate_square};
-use crate::value::{DRAW, NO_VALUE, Value};
+use crate::value::{self, DRAW, NO_VALUE, Value, ValueWidth};
 
 /// Bytes of a cache line (x86_64 and most others), the step of prefetches
 /// over a range.
@@ -256,6 +256,23 @@ pub(super) fn set_values(values: &mut [u8], states: u32, byte: u8) {
     }
 }
 
+/// [`set_values`] at any width: stores `code` for card states `states` of
+/// one layout's `values`.
+#[inline]
+pub(super) fn set_codes(width: ValueWidth, values: &mut [u8], states: u32, code: u16) {
+    match width {
+        ValueWidth::Byte => set_values(values, states, code as u8),
+        ValueWidth::Word => {
+            let mut rest = states;
+            while rest != 0 {
+                let k = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                value::set_word_at(values, k, code);
+            }
+        }
+    }
+}
+
 /// One unit of work: placements `start..end` of one group of a material
 /// with `p` mover and `q` opponent pieces.
 #[derive(Clone, Copy)]
@@ -304,7 +321,10 @@ impl UnitReport {
     }
 }
 
-/// A set of depths (plies 0..=255): when capture values fall due.
+/// A set of depths: when capture values fall due. Depths 0..=255 one by
+/// one; deeper ones (word-valued tables only) as the deepest of them,
+/// every depth from 256 to it counting as held (a visit too many costs
+/// time, never a value).
 ///
 /// An undecided state whose best capture is a win in p plies wins at
 /// depth p unless a quiet move wins sooner; one whose best capture loses
@@ -314,44 +334,85 @@ impl UnitReport {
 /// decided since only make the set too big, which costs a visit, never a
 /// wrong value.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-pub(super) struct EventDepths([u64; 4]);
+pub(super) struct EventDepths {
+    words: [u64; 4],
+    /// The deepest depth past 255 in the set, 0 if none.
+    beyond: u16,
+}
 
 impl EventDepths {
-    #[cfg(test)]
     pub fn insert(&mut self, plies: u16) {
-        self.0[(plies / 64) as usize] |= 1 << (plies % 64);
+        if plies < 256 {
+            self.words[(plies / 64) as usize] |= 1 << (plies % 64);
+        } else {
+            self.beyond = self.beyond.max(plies);
+        }
     }
 
     pub fn contains(&self, plies: u16) -> bool {
-        plies < 256 && self.0[(plies / 64) as usize] & (1 << (plies % 64)) != 0
+        if plies < 256 { self.words[(plies / 64) as usize] & (1 << (plies % 64)) != 0 } else { plies <= self.beyond }
     }
 
     pub fn union(self, other: EventDepths) -> EventDepths {
-        EventDepths(std::array::from_fn(|i| self.0[i] | other.0[i]))
+        EventDepths {
+            words: std::array::from_fn(|i| self.words[i] | other.words[i]),
+            beyond: self.beyond.max(other.beyond),
+        }
     }
 
-    /// The set as four words of 64 depths each (for checkpoints).
+    /// The set as four words of 64 depths each (for checkpoints, which
+    /// only streamed pairs write: they hold value bytes, whose depths end
+    /// below 256).
     pub fn words(&self) -> [u64; 4] {
-        self.0
+        assert_eq!(self.beyond, 0, "a checkpointed pair's events are all below 256");
+        self.words
     }
 
     pub fn from_words(words: [u64; 4]) -> EventDepths {
-        EventDepths(words)
+        EventDepths { words, beyond: 0 }
     }
 
     /// The deepest depth in the set, 0 if empty.
     pub fn deepest(&self) -> u16 {
-        (0..4).rev().find(|&i| self.0[i] != 0).map_or(0, |i| i as u16 * 64 + 63 - self.0[i].leading_zeros() as u16)
+        if self.beyond > 0 {
+            return self.beyond;
+        }
+        (0..4)
+            .rev()
+            .find(|&i| self.words[i] != 0)
+            .map_or(0, |i| i as u16 * 64 + 63 - self.words[i].leading_zeros() as u16)
     }
 }
+
+/// A layout's first event depth as `next_event` holds it: depths past a
+/// byte's below [`NO_EVENT`] hold as [`DEEP_EVENT`], so the layout is looked
+/// at in every step from then on until its event is met (word-valued
+/// tables only: a byte's deepest event is 253 plies).
+#[inline(always)]
+fn next_event_byte(plies: u16) -> u8 {
+    plies.min(DEEP_EVENT as u16) as u8
+}
+
+/// See [`next_event_byte`].
+const DEEP_EVENT: u8 = NO_EVENT - 1;
+const _: () = assert!(DEEP_EVENT as u16 > crate::value::MAX_WIN_PLIES);
 
 /// Folds in the best value reachable by captures into `captured` (the
 /// smaller material): values bytes of undecided states become the best
 /// capture value. Only captures landing in rows of `rows` (a bit set) are
 /// looked at, so the captured material can be streamed a slice at a time.
 /// Like the steps, it lists a placement's captures once and adds only the
-/// masters' ordinals per layout.
-pub(super) fn fold_captures(moves: &MoveTable, unit: Unit, captured: &Landing<u8>, rows: u8, values: &mut [u8]) {
+/// masters' ordinals per layout. `W` is the bytes per value of both
+/// materials (1, or 2 for value words).
+pub(super) fn fold_captures<const W: usize>(
+    moves: &MoveTable,
+    unit: Unit,
+    captured: &Landing<u8>,
+    rows: u8,
+    values: &mut [u8],
+) {
+    const { assert!(W == 1 || W == 2) };
+    let layout_bytes = CARD_STATES * W;
     let target_q = captured.index.material.opponent as usize;
     let per_placement = unit.p * unit.q;
     // (board move, the opponent's board after the capture, the cards).
@@ -377,7 +438,7 @@ pub(super) fn fold_captures(moves: &MoveTable, unit: Unit, captured: &Landing<u8
                 let moved = mover ^ (1 << from) ^ (1 << to);
                 let left = opponent & !(1 << to);
                 let base = captured.index.turned_boards_part(group, moved, left) as usize;
-                let block = &segment[base * CARD_STATES..(base + block_layouts) * CARD_STATES];
+                let block = &segment[base * layout_bytes..(base + block_layouts) * layout_bytes];
                 let m = BoardMove { from, to, successor_states: 0, moved, block, crossing: true };
                 list[count] = (m, left, moves.target(from, to).cards);
                 count += 1;
@@ -400,17 +461,21 @@ pub(super) fn fold_captures(moves: &MoveTable, unit: Unit, captured: &Landing<u8
                 if masters_end_game(mover_master, opponent_master) {
                     continue;
                 }
-                let values = &mut values[this * CARD_STATES..(this + 1) * CARD_STATES];
+                let values = &mut values[this * layout_bytes..(this + 1) * layout_bytes];
                 let captures = list[..count].iter().filter_map(|(m, left, cards)| {
                     // Taking the master, or reaching the temple, wins.
                     if m.to == opponent_master || (m.from == mover_master && m.to == MOVER_TARGET) {
                         return None;
                     }
                     let turned_opponent = (left >> opponent_master >> 1).count_ones() as usize * target_q;
-                    let at = board_successor(m, mover_master, turned_opponent) * CARD_STATES;
-                    Some((&m.block[at..at + CARD_STATES], *cards))
+                    let at = board_successor(m, mover_master, turned_opponent) * layout_bytes;
+                    Some((&m.block[at..at + layout_bytes], *cards))
                 });
-                moves.capture_values.fold(values, captures);
+                if W == 1 {
+                    moves.capture_values.fold(values, captures);
+                } else {
+                    moves.capture_values.fold_words(values, captures);
+                }
             }
         }
     });
@@ -423,6 +488,8 @@ pub(super) struct InitLanes<'a> {
     pub fresh: &'a mut [u32],
     pub capture: &'a mut [u32],
     pub values: &'a mut [u8],
+    /// Bytes per state of `values`.
+    pub width: ValueWidth,
     /// Resident: each layout's first capture event depth, to fill.
     pub next_event: Option<&'a mut [u8]>,
 }
@@ -450,6 +517,7 @@ pub(super) fn initialize(
     let mut report = UnitReport::default();
     let (p, q) = (unit.p, unit.q);
     let mirror = moves.mirror.as_ref();
+    let (width, layout_bytes) = (own.width, CARD_STATES * own.width.bytes());
     for_each_placement(unit.group, unit.start, unit.end, None, |i, mover, opponent, at| {
         let place = Placement::new(mover, opponent);
         let image = match mirrored(mirror, &unit, i, (mover, opponent), at) {
@@ -472,7 +540,7 @@ pub(super) fn initialize(
         let temple = (1u32 << MOVER_TARGET) & !mover;
         for j in 0..p * q {
             let (n, layout) = (i * p * q + j, place.layout(j / q, j % q));
-            let values = &mut own.values[n * CARD_STATES..(n + 1) * CARD_STATES];
+            let values = &mut own.values[n * layout_bytes..(n + 1) * layout_bytes];
             if masters_end_game(layout.mover_master, layout.opponent_master) {
                 // Holes read as won and never fresh: quiet moves onto them
                 // (a master reaching the temple) change nothing. (An
@@ -484,7 +552,7 @@ pub(super) fn initialize(
                     own.lost[n] = ALL_CARD_STATES;
                     own.fresh[n] = 0;
                     own.capture[n] = 0;
-                    own.values[n * CARD_STATES..(n + 1) * CARD_STATES].fill(NO_VALUE);
+                    own.values[n * layout_bytes..(n + 1) * layout_bytes].fill(NO_VALUE);
                     if let Some(next_event) = own.next_event.as_deref_mut() {
                         next_event[n] = NO_EVENT;
                     }
@@ -505,15 +573,26 @@ pub(super) fn initialize(
             own.fresh[n] = lost_now;
             // Every capture value of an undecided state bounds it until it
             // falls due.
-            let with_value = values.iter().enumerate().fold(0u32, |set, (k, &v)| set | ((v != NO_VALUE) as u32) << k);
+            let with_value = (0..CARD_STATES).fold(0u32, |set, k| set | ((width.code_at(values, k) != 0) as u32) << k);
             let capture = with_value & !(win_now | lost_now);
-            let values: &mut [u8; CARD_STATES] = values.try_into().expect("a layout's bytes");
-            let (events, first_event) = capture_events(values, capture);
+            let (events, first_event) = match width {
+                ValueWidth::Byte => {
+                    let values: &mut [u8; CARD_STATES] = values.try_into().expect("a layout's bytes");
+                    let events = capture_events(values, capture);
+                    layout_bytes::set_cached(values, [(win_now, win1), (lost_now, loss0)]);
+                    events
+                }
+                ValueWidth::Word => {
+                    let events = capture_events_of_words(values, capture);
+                    set_codes(width, values, win_now, Value::Win(1).to_word());
+                    set_codes(width, values, lost_now, Value::Loss(0).to_word());
+                    events
+                }
+            };
             report.events = report.events.union(events);
             if let Some(next_event) = own.next_event.as_deref_mut() {
                 next_event[n] = first_event;
             }
-            layout_bytes::set_cached(values, [(win_now, win1), (lost_now, loss0)]);
             own.capture[n] = capture;
             let undecided = ALL_CARD_STATES & !(win_now | lost_now);
             if lost_now != 0 {
@@ -552,7 +631,7 @@ pub(super) fn initialize(
 /// elsewhere in the group, a cache miss to write at each decision, and
 /// nothing reads them before the pair is finished (an image has no
 /// capture bit, so no step looks at its capture values).
-pub(super) fn mirror_values(moves: &MoveTable, unit: Unit, values: &mut [u8]) {
+pub(super) fn mirror_values(moves: &MoveTable, unit: Unit, width: ValueWidth, values: &mut [u8]) {
     let Some(mirror) = moves.mirror.as_ref() else { return };
     let (p, q) = (unit.p, unit.q);
     for_each_placement(unit.group, unit.start, unit.end, None, |i, mover, opponent, at| {
@@ -560,8 +639,11 @@ pub(super) fn mirror_values(moves: &MoveTable, unit: Unit, values: &mut [u8]) {
         let place = Placement::new(mover, opponent);
         for j in 0..p * q {
             let (m, _) = image.held_layout(&place, j, q);
-            let (values, image_values) = layout_bytes_and_other(values, i * p * q + j, m);
-            mirror.values(values, image_values);
+            let (values, image_values) = layout_bytes_and_other(values, width, i * p * q + j, m);
+            match width {
+                ValueWidth::Byte => mirror.values(values, image_values),
+                ValueWidth::Word => mirror.value_words(values, image_values),
+            }
         }
     });
 }
@@ -598,23 +680,40 @@ fn capture_events(values: &[u8; CARD_STATES], capture: u32) -> (EventDepths, u8)
         first = first.min(plies as u8);
     }
     words[(DRAW_PLIES / 64) as usize] &= !(1 << (DRAW_PLIES % 64));
-    (EventDepths(words), first)
+    (EventDepths::from_words(words), first)
+}
+
+/// [`capture_events`] of a layout's value words: a state at a time (word
+/// tables are few and the fast path is the bytes').
+fn capture_events_of_words(values: &[u8], capture: u32) -> (EventDepths, u8) {
+    let (mut events, mut first) = (EventDepths::default(), NO_EVENT);
+    let mut rest = capture;
+    while rest != 0 {
+        let k = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        // A draw is no event.
+        if let Some(plies) = Value::from_word(value::word_at(values, k)).and_then(Value::plies) {
+            events.insert(plies);
+            first = first.min(next_event_byte(plies));
+        }
+    }
+    (events, first)
 }
 
 /// What [`capture_events`] makes of a draw: past every depth.
 const DRAW_PLIES: u16 = 255;
 const _: () = assert!(DRAW_PLIES as u8 == NO_EVENT && DRAW_PLIES > crate::value::MAX_WIN_PLIES);
 
-/// The value bytes of layout `n`, and those of another layout `m` to
-/// write.
+/// The values of layout `n`, and those of another layout `m` to write.
 #[inline(always)]
-fn layout_bytes_and_other(values: &mut [u8], n: usize, m: usize) -> (&[u8], &mut [u8]) {
+fn layout_bytes_and_other(values: &mut [u8], width: ValueWidth, n: usize, m: usize) -> (&[u8], &mut [u8]) {
     debug_assert_ne!(n, m);
-    let (low, high) = values.split_at_mut(n.max(m) * CARD_STATES);
+    let layout_bytes = CARD_STATES * width.bytes();
+    let (low, high) = values.split_at_mut(n.max(m) * layout_bytes);
     if n < m {
-        (&low[n * CARD_STATES..][..CARD_STATES], &mut high[..CARD_STATES])
+        (&low[n * layout_bytes..][..layout_bytes], &mut high[..layout_bytes])
     } else {
-        (&high[..CARD_STATES], &mut low[m * CARD_STATES..][..CARD_STATES])
+        (&high[..layout_bytes], &mut low[m * layout_bytes..][..layout_bytes])
     }
 }
 
@@ -625,7 +724,8 @@ pub(super) enum StepValues<'a> {
     /// are read only at its `next_event` depth (see
     /// [`ResidentLanes::next_event`](super::lanes::ResidentLanes)), which
     /// each read moves on.
-    Written { values: &'a mut [u8], next_event: &'a mut [u8] },
+    /// `width` is the bytes per state of `values`.
+    Written { values: &'a mut [u8], next_event: &'a mut [u8], width: ValueWidth },
     /// Streamed lanes: bytes are neither read nor written during steps.
     /// The caller logs the states decided (see `decision_log`) and, if a
     /// capture event of the unit's group falls due at this depth, gives
@@ -635,16 +735,28 @@ pub(super) enum StepValues<'a> {
 }
 
 impl StepValues<'_> {
+    /// What the unit's values store for `value` (see
+    /// [`ValueWidth::encode`]; streamed units, which store none, count as
+    /// bytes).
+    #[inline(always)]
+    fn encode(&self, value: Value) -> u16 {
+        match self {
+            StepValues::Written { width, .. } => width.encode(value),
+            StepValues::Logged(_) => ValueWidth::Byte.encode(value),
+        }
+    }
+
     /// Those of `candidates` (undecided states of layout `n` with a capture
-    /// value) whose capture value falls due at `depth`: the value byte
-    /// satisfies `due_now` (resident), or the schedule says so (streamed).
+    /// value) whose capture value falls due at `depth`: the stored code
+    /// ([`Self::encode`]) satisfies `due_now` (resident), or the schedule
+    /// says so (streamed).
     /// Only asked when a capture event of the group is due. The candidates
     /// not due must be all the layout's states still waiting for a capture
     /// event after the step (resident: the next event is found among them).
     #[inline(always)]
-    fn due(&mut self, n: usize, candidates: u32, depth: u16, due_now: impl Fn(u8) -> bool) -> u32 {
+    fn due(&mut self, n: usize, candidates: u32, depth: u16, due_now: impl Fn(u16) -> bool) -> u32 {
         match self {
-            StepValues::Written { values, next_event } => {
+            StepValues::Written { values, next_event, width } => {
                 if u16::from(next_event[n]) > depth {
                     return 0;
                 }
@@ -652,14 +764,14 @@ impl StepValues<'_> {
                 while rest != 0 {
                     let k = rest.trailing_zeros() as usize;
                     rest &= rest - 1;
-                    let byte = values[n * CARD_STATES + k];
-                    if due_now(byte) {
+                    let code = width.code_at(values, n * CARD_STATES + k);
+                    if due_now(code) {
                         due |= 1 << k;
-                    } else if let Some(plies) = Value::from_byte(byte).and_then(Value::plies) {
+                    } else if let Some(plies) = width.decode(code).and_then(Value::plies) {
                         // Events of earlier depths were met when due (the
                         // group is visited at each), so only later ones wait.
                         if plies > depth {
-                            next = next.min(plies as u8);
+                            next = next.min(next_event_byte(plies));
                         }
                     }
                 }
@@ -678,20 +790,23 @@ impl StepValues<'_> {
     /// on them).
     #[inline(always)]
     fn prefetch_due(&self, first: usize, count: usize, depth: u16) {
-        if let StepValues::Written { values, next_event } = self
+        if let StepValues::Written { values, next_event, width } = self
             && next_event[first..first + count].iter().any(|&event| u16::from(event) <= depth)
         {
-            for line in (first * CARD_STATES..(first + count) * CARD_STATES).step_by(CACHE_LINE_BYTES) {
+            let layout_bytes = CARD_STATES * width.bytes();
+            for line in (first * layout_bytes..(first + count) * layout_bytes).step_by(CACHE_LINE_BYTES) {
                 prefetch(&values[line..]);
             }
         }
     }
 
-    /// Records that `states` of layout `n` are decided with value `byte`.
+    /// Records that `states` of layout `n` are decided with the value
+    /// stored as `code` ([`Self::encode`]).
     #[inline(always)]
-    fn decide(&mut self, n: usize, states: u32, byte: u8) {
-        if let StepValues::Written { values, .. } = self {
-            set_values(&mut values[n * CARD_STATES..(n + 1) * CARD_STATES], states, byte);
+    fn decide(&mut self, n: usize, states: u32, code: u16) {
+        if let StepValues::Written { values, width, .. } = self {
+            let layout_bytes = CARD_STATES * width.bytes();
+            set_codes(*width, &mut values[n * layout_bytes..(n + 1) * layout_bytes], states, code);
         }
     }
 }
@@ -1356,7 +1471,7 @@ fn first_placement(unit: &Unit) -> usize {
 /// `depth`. `landing` holds the `fresh` segments of the material moved into.
 pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mut own: WinLanes) -> UnitReport {
     let (moves, depth) = (input.moves, input.depth_plies);
-    let win_byte = Value::Win(depth).to_byte();
+    let win_code = own.values.encode(Value::Win(depth));
     let mut report = UnitReport::default();
     let (p, q) = (unit.p, unit.q);
     let mut placement_moves = PlacementMoves::new();
@@ -1408,7 +1523,7 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
             }
             // A capture win can be due only where the group has an event now.
             if own.capture_due {
-                wins |= own.values.due(n, undecided & own.capture[n] & !wins, depth, |byte| byte == win_byte);
+                wins |= own.values.due(n, undecided & own.capture[n] & !wins, depth, |code| code == win_code);
             }
             wins &= undecided;
             if let Some(newly_won) = own.newly_won.as_deref_mut() {
@@ -1416,7 +1531,7 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
             }
             if wins != 0 {
                 own.won[n] |= wins;
-                own.values.decide(n, wins, win_byte);
+                own.values.decide(n, wins, win_code);
                 decided(input, &mut report, &layout, wins);
             }
             report.undecided += (undecided & !wins).count_ones() as u64;
@@ -1548,7 +1663,7 @@ pub(super) struct LossLanes<'a> {
 /// segments of the material moved into.
 pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mut own: LossLanes) -> UnitReport {
     let (moves, depth) = (input.moves, input.depth_plies);
-    let loss_byte = Value::Loss(depth).to_byte();
+    let loss_code = own.values.encode(Value::Loss(depth));
     let mut report = UnitReport::default();
     let (p, q) = (unit.p, unit.q);
     let mut placement_moves = PlacementMoves::new();
@@ -1628,7 +1743,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
                 // back: losing in `depth` is as long. (Each such capture is
                 // due at its own depth, when its group is visited, so
                 // `<=` and the schedule's `==` clear the same bits.)
-                let expired = own.values.due(n, undecided & own.capture[n], depth, |byte| byte <= loss_byte);
+                let expired = own.values.due(n, undecided & own.capture[n], depth, |code| code <= loss_code);
                 if expired != 0 {
                     own.capture[n] &= !expired;
                     report.modified = true;
@@ -1667,7 +1782,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
                 }
                 own.lost[n] |= losses;
                 own.fresh[n] = losses;
-                own.values.decide(n, losses, loss_byte);
+                own.values.decide(n, losses, loss_code);
                 decided(input, &mut report, &layout, losses);
             }
             report.undecided += (undecided & !losses).count_ones() as u64;
@@ -1717,14 +1832,14 @@ pub(super) fn settle(won: &[u32], lost: &[u32], values: &mut [u8]) {
 }
 
 /// Undecided states are draws; holes keep [`NO_VALUE`].
-pub(super) fn finish(won: &[u32], lost: &[u32], values: &mut [u8]) {
-    for (n, values) in values.chunks_exact_mut(CARD_STATES).enumerate() {
+pub(super) fn finish(won: &[u32], lost: &[u32], width: ValueWidth, values: &mut [u8]) {
+    for (n, values) in values.chunks_exact_mut(CARD_STATES * width.bytes()).enumerate() {
         if won[n] == ALL_CARD_STATES && lost[n] == ALL_CARD_STATES {
             values.fill(NO_VALUE);
             continue;
         }
         let undecided = !(won[n] | lost[n]) & ALL_CARD_STATES;
-        set_values(values, undecided, DRAW);
+        set_codes(width, values, undecided, width.encode(Value::Draw));
     }
 }
 
@@ -1859,35 +1974,56 @@ mod tests {
 
     /// Resident capture values are read only at a layout's next event
     /// depth, and each read finds the next one among the states still
-    /// waiting.
+    /// waiting; in value words too, where events past a byte's wait at
+    /// [`DEEP_EVENT`].
     #[test]
     fn resident_capture_values_are_read_at_their_next_event() {
-        // Layout 1 waits on a capture win in 5 (state 0), a capture loss in
-        // 4 (state 3), a draw (state 7); layout 0 has nothing to wait for.
+        for width in [ValueWidth::Byte, ValueWidth::Word] {
+            // Layout 1 waits on a capture win in 5 (state 0), a capture
+            // loss in 4 (state 3), a draw (state 7); layout 0 has nothing
+            // to wait for.
+            let layout_bytes = CARD_STATES * width.bytes();
+            let mut values = vec![NO_VALUE; 2 * layout_bytes];
+            let codes = [(0, Value::Win(5)), (3, Value::Loss(4)), (7, Value::Draw)];
+            for (k, value) in codes {
+                width.set_code_at(&mut values, CARD_STATES + k, width.encode(value));
+            }
+            let mut next_event = vec![NO_EVENT, 4];
+            let mut step = StepValues::Written { values: &mut values, next_event: &mut next_event, width };
+            let waiting = 1 | 1 << 3 | 1 << 7;
+            let win_due = |depth: u16| move |code: u16| code == width.encode(Value::Win(depth));
+            let loss_due = |depth: u16| move |code: u16| code <= width.encode(Value::Loss(depth));
+            let next = |step: &StepValues| match step {
+                StepValues::Written { next_event, .. } => next_event[1],
+                StepValues::Logged(_) => unreachable!(),
+            };
+            assert_eq!(step.due(0, waiting, 3, win_due(3)), 0);
+            assert_eq!(step.due(1, waiting, 3, win_due(3)), 0, "nothing before depth 4");
+            assert_eq!(next(&step), 4);
+            assert_eq!(step.due(1, waiting, 4, loss_due(4)), 1 << 3, "the capture loss expires at 4");
+            assert_eq!(next(&step), 5);
+            assert_eq!(step.due(1, waiting & !(1 << 3), 5, win_due(5)), 1, "the capture win falls due at 5");
+            assert_eq!(next(&step), NO_EVENT, "a draw never falls due");
+            assert_eq!(step.due(1, 1 << 7, 7, win_due(7)), 0);
+            // The values are not read before the layout's next event.
+            let mut next_event = vec![NO_EVENT, 6];
+            let mut step = StepValues::Written { values: &mut values, next_event: &mut next_event, width };
+            assert_eq!(step.due(1, waiting, 4, loss_due(4)), 0);
+        }
+        // A capture win in 301 plies waits at 254, read at every depth
+        // from there until it falls due.
+        let width = ValueWidth::Word;
         let mut values = vec![NO_VALUE; 2 * CARD_STATES];
-        let layout = &mut values[CARD_STATES..];
-        (layout[0], layout[3], layout[7]) = (Value::Win(5).to_byte(), Value::Loss(4).to_byte(), DRAW);
-        let mut next_event = vec![NO_EVENT, 4];
-        let mut step = StepValues::Written { values: &mut values, next_event: &mut next_event };
-        let waiting = 1 | 1 << 3 | 1 << 7;
-        let win_due = |depth: u16| move |byte: u8| byte == Value::Win(depth).to_byte();
-        let loss_due = |depth: u16| move |byte: u8| byte <= Value::Loss(depth).to_byte();
-        let next = |step: &StepValues| match step {
-            StepValues::Written { next_event, .. } => next_event[1],
-            StepValues::Logged(_) => unreachable!(),
-        };
-        assert_eq!(step.due(0, waiting, 3, win_due(3)), 0);
-        assert_eq!(step.due(1, waiting, 3, win_due(3)), 0, "nothing before depth 4");
-        assert_eq!(next(&step), 4);
-        assert_eq!(step.due(1, waiting, 4, loss_due(4)), 1 << 3, "the capture loss expires at 4");
-        assert_eq!(next(&step), 5);
-        assert_eq!(step.due(1, waiting & !(1 << 3), 5, win_due(5)), 1, "the capture win falls due at 5");
-        assert_eq!(next(&step), NO_EVENT, "a draw never falls due");
-        assert_eq!(step.due(1, 1 << 7, 7, win_due(7)), 0);
-        // The bytes are not read before the layout's next event.
-        let mut next_event = vec![NO_EVENT, 6];
-        let mut step = StepValues::Written { values: &mut values, next_event: &mut next_event };
-        assert_eq!(step.due(1, waiting, 4, loss_due(4)), 0);
+        width.set_code_at(&mut values, 2, width.encode(Value::Win(301)));
+        let (events, first) = capture_events_of_words(&values, 1 << 2);
+        assert_eq!((first, events.deepest()), (DEEP_EVENT, 301));
+        assert!(events.contains(256) && events.contains(301) && !events.contains(302) && !events.contains(255));
+        let mut next_event = vec![first];
+        let mut step = StepValues::Written { values: &mut values, next_event: &mut next_event, width };
+        let win_due = |depth: u16| move |code: u16| code == width.encode(Value::Win(depth));
+        assert_eq!(step.due(0, 1 << 2, 253, win_due(253)), 0);
+        assert_eq!(step.due(0, 1 << 2, 299, win_due(299)), 0);
+        assert_eq!(step.due(0, 1 << 2, 301, win_due(301)), 1 << 2);
     }
 
     #[test]

@@ -169,6 +169,16 @@ impl Permutation {
         }
     }
 
+    /// [`Self::apply`] to a layout's 30 little-endian value words: `out`'s
+    /// word j is `values`' word `from[j]`.
+    pub fn apply_words(&self, values: &[u8], out: &mut [u8]) {
+        assert!(values.len() == 2 * CARD_STATES && out.len() == 2 * CARD_STATES, "a layout's value words");
+        for (j, &k) in self.from.iter().enumerate() {
+            let k = k as usize;
+            out[2 * j..2 * j + 2].copy_from_slice(&values[2 * k..2 * k + 2]);
+        }
+    }
+
     #[cfg_attr(all(target_arch = "x86_64", target_feature = "ssse3", not(debug_assertions)), allow(dead_code))]
     fn apply_scalar(&self, values: &[u8; CARD_STATES], out: &mut [u8; CARD_STATES]) {
         for (out, &k) in out.iter_mut().zip(&self.from) {

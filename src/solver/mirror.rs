@@ -123,6 +123,11 @@ impl Mirror {
         self.to_image.apply(values, image);
     }
 
+    /// [`Self::values`] for a layout's 30 little-endian value words.
+    pub fn value_words(&self, values: &[u8], image: &mut [u8]) {
+        self.to_image.apply_words(values, image);
+    }
+
     /// The images of the card states in `word`.
     #[inline(always)]
     pub fn states(&self, word: u32) -> u32 {

@@ -95,9 +95,11 @@ pub enum SolveError {
     #[error("table size must be 1..={MAX_PIECES_PER_SIDE} pieces per side, got {0}")]
     Size(usize),
     #[error(
-        "material {0} needs a loss deeper than {MAX_LOSS_PLIES} plies, which this version's one-byte values cannot hold (README: Limits)"
+        "material {0} needs a loss deeper than {MAX_LOSS_PLIES} plies, which one-byte values cannot hold, and a run with a work directory solves with those only (README: Limits)"
     )]
     TooDeep(Material),
+    #[error("two-byte values are solved in memory only, not through a work directory (README: Limits)")]
+    WordsNeedMemory,
     #[error(
         "a memory budget of {} cannot hold the largest group of this table with its landing slice; the minimum is {} ({minimum_bytes} bytes)",
         crate::blockio::format_size(*budget_bytes),
@@ -132,6 +134,12 @@ pub enum Progress {
         /// How long the pairs an earlier run finished took, in solving
         /// order (from its checkpoint; empty for a fresh run).
         earlier: Vec<PairTime>,
+    },
+    /// A pair needs a loss deeper than a value byte holds: the table is
+    /// solved again from the start with value words (another `RunStarted`
+    /// follows).
+    Widened {
+        material: Material,
     },
     MaterialStarted {
         materials: [Material; 2],
@@ -216,6 +224,11 @@ pub struct SolveConfig {
     /// they can (out of what the budget holds beyond their fixed parts),
     /// for the caller's own buffers beside the solve: a shard writer.
     pub reserved_bytes: u64,
+    /// Bytes per value. None: bytes, and if a pair needs a loss deeper than
+    /// a byte holds and the run has no work directory, the whole table
+    /// again with value words (`Progress::Widened`). Words need the run
+    /// in memory: with a work directory they are refused.
+    pub value_width: Option<ValueWidth>,
 }
 
 /// A minute: a `kill -9` loses at most about that much work, and the syncs
@@ -233,6 +246,7 @@ impl Default for SolveConfig {
             checkpoint_every: CHECKPOINT_EVERY_DEFAULT,
             mirror: true,
             reserved_bytes: 0,
+            value_width: None,
         }
     }
 }
@@ -305,8 +319,10 @@ struct Work {
     index: MaterialIndex,
     /// Layout of the five plane lanes (4 bytes per layout).
     planes: LaneLayout,
-    /// Layout of the value lane (30 bytes per layout).
+    /// Layout of the value lane (30 values per layout).
     values: LaneLayout,
+    /// Bytes per value: words only in resident pairs (`solve_with`).
+    width: ValueWidth,
     storage: Storage,
     sides: SideFlags,
     changed: GroupFlags,
@@ -345,10 +361,11 @@ struct StreamedIn<'a> {
 }
 
 impl Work {
-    fn new(index: MaterialIndex, streamed_in: Option<StreamedIn>) -> Result<Work, SolveError> {
+    fn new(index: MaterialIndex, streamed_in: Option<StreamedIn>, width: ValueWidth) -> Result<Work, SolveError> {
         let material = index.material;
+        assert!(streamed_in.is_none() || width == ValueWidth::Byte, "streamed pairs hold value bytes");
         let planes = LaneLayout::new(&index, 4);
-        let values = LaneLayout::new(&index, CARD_STATES as u64);
+        let values = LaneLayout::new(&index, (CARD_STATES * width.bytes()) as u64);
         let count = index.groups().len();
         let mut groups = vec![GroupState { undecided: 0, events: EventDepths::default(), sparse_layouts: 0 }; count];
         let storage = match streamed_in {
@@ -383,6 +400,7 @@ impl Work {
             index,
             planes,
             values,
+            width,
             storage,
             groups,
             kept: None,
@@ -688,6 +706,8 @@ struct Own<'a> {
     capture: &'a mut [u32],
     held: &'a mut [u32],
     values: &'a mut [u8],
+    /// Bytes per state of `values`.
+    width: ValueWidth,
     /// Streamed steps: per layout, the card states whose capture value
     /// falls due at the step's depth (filled for groups with an event due).
     due: &'a mut [u32],
@@ -709,13 +729,18 @@ fn run_fold(
     rows: u8,
 ) {
     let (p, q) = (index.material.mover as usize, index.material.opponent as usize);
-    let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, CARD_STATES)));
+    let (width, layout_bytes) = (own.width, CARD_STATES * own.width.bytes());
+    let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, layout_bytes)));
     // Captures out of an opponent slice land in a few mover slices of the
     // captured material (one per row taken in): the same order helps.
     in_landing_order(index, units, values, |(g, start, end), values| {
         let group = &index.groups()[g];
         let landing = Landing::new(group, captured, true, rows, |g| region.segment(g));
-        kernel::fold_captures(moves, Unit { group, p, q, start, end }, &landing, rows, values);
+        let unit = Unit { group, p, q, start, end };
+        match width {
+            ValueWidth::Byte => kernel::fold_captures::<1>(moves, unit, &landing, rows, values),
+            ValueWidth::Word => kernel::fold_captures::<2>(moves, unit, &landing, rows, values),
+        }
     });
 }
 
@@ -732,7 +757,8 @@ fn run_init(
     let lost = carve_mut(own.lost, plane_ranges());
     let fresh = carve_mut(own.fresh, plane_ranges());
     let capture = carve_mut(own.capture, plane_ranges());
-    let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, CARD_STATES)));
+    let (width, layout_bytes) = (own.width, CARD_STATES * own.width.bytes());
+    let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, layout_bytes)));
     let next_event = next_event_slices(own.next_event, units.len(), plane_ranges());
     let slices: Vec<_> = won.into_iter().zip(lost).zip(fresh).zip(capture).zip(values).zip(next_event).collect();
     units
@@ -740,7 +766,7 @@ fn run_init(
         .zip(slices)
         .map(|(&(g, start, end), (((((won, lost), fresh), capture), values), next_event))| {
             let group = &index.groups()[g];
-            let own = kernel::InitLanes { won, lost, fresh, capture, values, next_event };
+            let own = kernel::InitLanes { won, lost, fresh, capture, values, width, next_event };
             kernel::initialize(rules, moves, Unit { group, p, q, start, end }, own, sides)
         })
         .collect()
@@ -761,8 +787,9 @@ fn next_event_slices(
 /// How a step treats the value bytes of the units' groups.
 #[derive(Clone, Copy)]
 enum ValueMode<'a> {
-    /// Resident: decided states' bytes are written as they are decided.
-    Written,
+    /// Resident: decided states' values are written as they are decided,
+    /// this many bytes each.
+    Written(ValueWidth),
     /// Streamed: value bytes are neither read nor written. Decisions are
     /// left in a plane for the decision log (`fresh`: a win step's new
     /// wins, a loss step's new losses); for the groups for which `due`
@@ -834,10 +861,11 @@ fn run_step(
         kernel::mirror_decisions(mirror, Unit { group, p, q, start, end }, live, words, clears);
     };
     let plane_ranges = || units.iter().map(|&u| unit_elements(plane_map, index, u, 1));
-    let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, CARD_STATES)));
+    let layout_bytes = CARD_STATES * own.width.bytes();
+    let values = carve_mut(own.values, units.iter().map(|&u| unit_elements(own.value_map, index, u, layout_bytes)));
     let due_states: Vec<&[u32]> = match mode {
         ValueMode::Logged { .. } => plane_ranges().map(|r| &own.due[r]).collect(),
-        ValueMode::Written => units.iter().map(|_| &[][..]).collect(),
+        ValueMode::Written(_) => units.iter().map(|_| &[][..]).collect(),
     };
     let values: Vec<_> =
         values.into_iter().zip(next_event_slices(own.next_event, units.len(), plane_ranges())).collect();
@@ -848,7 +876,7 @@ fn run_step(
         // slice buffer) and takes the new wins.
         let (newly_won, fresh): (Vec<Option<&mut [u32]>>, &[u32]) = match mode {
             ValueMode::Logged { .. } => (carve_mut(own.fresh, plane_ranges()).into_iter().map(Some).collect(), &[]),
-            ValueMode::Written => (units.iter().map(|_| None).collect(), &*own.fresh),
+            ValueMode::Written(_) => (units.iter().map(|_| None).collect(), &*own.fresh),
         };
         let (target, region) = landing_in.unwrap_or((index, ReadRegion { map: plane_map, data: fresh }));
         let input = &StepInput { landing_lane: region.data, ..*input };
@@ -926,8 +954,8 @@ fn run_step(
                     capture_due: due(g),
                     lane_start: r.start,
                     live: own_live,
-                    drop_decided: matches!(mode, ValueMode::Written),
-                    images_lost: !matches!(mode, ValueMode::Written),
+                    drop_decided: matches!(mode, ValueMode::Written(_)),
+                    images_lost: !matches!(mode, ValueMode::Written(_)),
                 };
                 let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
                 let report = match fan_out(u) {
@@ -1019,8 +1047,8 @@ fn step_values<'v>(
     due_states: &'v [u32],
 ) -> StepValues<'v> {
     match mode {
-        ValueMode::Written => {
-            StepValues::Written { values, next_event: next_event.expect("resident lanes have next_event") }
+        ValueMode::Written(width) => {
+            StepValues::Written { values, next_event: next_event.expect("resident lanes have next_event"), width }
         }
         ValueMode::Logged { due, .. } => StepValues::Logged(due(g).then_some(due_states)),
     }
@@ -1141,7 +1169,12 @@ enum CapturedValues<'a> {
 }
 
 /// Resident lanes as the own lanes of the whole material.
-fn own_resident<'a>(lanes: &'a mut ResidentLanes, pm: &'a dyn SegmentMap, vm: &'a dyn SegmentMap) -> Own<'a> {
+fn own_resident<'a>(
+    lanes: &'a mut ResidentLanes,
+    width: ValueWidth,
+    pm: &'a dyn SegmentMap,
+    vm: &'a dyn SegmentMap,
+) -> Own<'a> {
     Own {
         plane_map: pm,
         value_map: vm,
@@ -1151,6 +1184,7 @@ fn own_resident<'a>(lanes: &'a mut ResidentLanes, pm: &'a dyn SegmentMap, vm: &'
         capture: &mut lanes.capture,
         held: &mut lanes.held,
         values: &mut lanes.values,
+        width,
         due: &mut [],
         next_event: &mut lanes.next_event,
         live: None,
@@ -1178,9 +1212,10 @@ fn initialize(
             let CapturedValues::Resident(values) = c.values else { unreachable!("resident pairs load captures") };
             let map = value_span(c.layout);
             let region = ReadRegion { map: &map, data: values };
-            run_fold(moves, &work.index, &units, own_resident(lanes, &pm, &vm), c.index, &region, 0x1f);
+            run_fold(moves, &work.index, &units, own_resident(lanes, work.width, &pm, &vm), c.index, &region, 0x1f);
         }
-        let reports = run_init(rules, moves, (&work.index, &work.sides), &units, own_resident(lanes, &pm, &vm));
+        let own = own_resident(lanes, work.width, &pm, &vm);
+        let reports = run_init(rules, moves, (&work.index, &work.sides), &units, own);
         return Ok(record(work, &units, &reports, false));
     };
     let mut total = UnitReport::default();
@@ -1310,8 +1345,9 @@ fn step(
             let visit = groups_to_visit(this, other.unwrap_or(this), depth, &all);
             let units = step_units(moves, &this.index, &visit);
             let win_step = depth % 2 == 1;
-            let Work { index, planes, values, storage, sides, groups, kept, fresh_placements, solved, open, .. } =
-                &mut *this;
+            let Work {
+                index, planes, values, width, storage, sides, groups, kept, fresh_placements, solved, open, ..
+            } = &mut *this;
             let fresh_placements = &*fresh_placements;
             let landing_fresh = other.map_or(fresh_placements, |o| &o.fresh_placements).as_ref();
             let groups = &*groups;
@@ -1339,8 +1375,8 @@ fn step(
                 let data = if depth % 2 == 1 { &target.fresh[..] } else { &target.won[..] };
                 (&o.index, ReadRegion { map: map as &dyn SegmentMap, data })
             });
-            let own = Own { live: open.as_ref(), ..own_resident(lanes, &pm, &vm) };
-            let (reports, _) = run_step(&input, index, &units, own, landing_in, &due, ValueMode::Written);
+            let own = Own { live: open.as_ref(), ..own_resident(lanes, *width, &pm, &vm) };
+            let (reports, _) = run_step(&input, index, &units, own, landing_in, &due, ValueMode::Written(*width));
             if cfg!(debug_assertions) {
                 check_dropped(index, planes, (solved.as_ref(), open.as_ref()), lanes);
             }
@@ -1929,17 +1965,18 @@ fn finish(
     let all: Vec<usize> = (0..work.index.groups().len()).collect();
     match window {
         None => {
-            let Work { index, planes, values, storage, .. } = work;
+            let Work { index, planes, values, width, storage, .. } = work;
             let (pm, vm) = (plane_span(planes), value_span(values));
             let Storage::Resident(lanes) = storage else { unreachable!("no window: resident") };
             let (p, q) = (index.material.mover as usize, index.material.opponent as usize);
             let groups = index.groups();
-            run_finish(&all, own_resident(lanes, &pm, &vm), |g, won, lost, values| {
-                kernel::finish(won, lost, values);
+            let width = *width;
+            run_finish(&all, own_resident(lanes, width, &pm, &vm), |g, won, lost, values| {
+                kernel::finish(won, lost, width, values);
                 // Then the images' bytes, which the steps left to this,
                 // while the group's bytes are in the cache.
                 let unit = Unit { group: &groups[g], p, q, start: 0, end: groups[g].layouts / (p * q) as u64 };
-                kernel::mirror_values(moves, unit, values);
+                kernel::mirror_values(moves, unit, width, values);
             });
         }
         Some((window, disk)) => {
@@ -2130,7 +2167,7 @@ fn solve_pair(
     };
     while !state.steps_done {
         let depth = state.depth_plies + 1;
-        if depth > MAX_LOSS_PLIES + 1 {
+        if depth > works[0].width.max_loss_plies() + 1 {
             return Err(SolveError::TooDeep(works[0].index.material));
         }
         let (mut new, mut groups_visited, mut times) = (0, 0, StepTimes::default());
@@ -2247,6 +2284,29 @@ pub fn solve_with(
     config: &SolveConfig,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Solved, SolveError> {
+    let width = config.value_width.unwrap_or_default();
+    if width == ValueWidth::Word && config.work_dir.is_some() {
+        return Err(SolveError::WordsNeedMemory);
+    }
+    match solve_at_width(rules, max_per_side, config, width, progress) {
+        // Values that fit a byte are the same in words, so whether the
+        // table is solved again does not depend on anything but depths.
+        Err(SolveError::TooDeep(material)) if config.value_width.is_none() && config.work_dir.is_none() => {
+            progress(Progress::Widened { material });
+            solve_at_width(rules, max_per_side, config, ValueWidth::Word, progress)
+        }
+        solved => solved,
+    }
+}
+
+/// [`solve_with`] at one value width.
+fn solve_at_width(
+    rules: &Rules,
+    max_per_side: usize,
+    config: &SolveConfig,
+    width: ValueWidth,
+    progress: &(dyn Fn(Progress) + Sync),
+) -> Result<Solved, SolveError> {
     if !(1..=MAX_PIECES_PER_SIDE).contains(&max_per_side) {
         return Err(SolveError::Size(max_per_side));
     }
@@ -2326,7 +2386,7 @@ pub fn solve_with(
                 }
                 _ => None,
             };
-            works.push(Work::new(index, place)?);
+            works.push(Work::new(index, place, width)?);
         }
         if !streamed {
             keep_move_lists(&moves, &mut works, config.budget_bytes.map(|b| b.saturating_sub(resident_bytes)));
@@ -2468,12 +2528,7 @@ pub fn solve_with(
             };
             solved.insert(
                 material,
-                FinishedMaterial {
-                    index: work.index,
-                    values_layout: work.values,
-                    values: finished,
-                    width: ValueWidth::Byte,
-                },
+                FinishedMaterial { index: work.index, values_layout: work.values, values: finished, width: work.width },
             );
         }
         if let Some(cp) = &mut checkpoint {
@@ -2586,7 +2641,91 @@ fn open_finished(dir: &Path, material: Material) -> Result<FinishedMaterial, Sol
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rules::{CardSet, NoMoveRule};
+    use crate::value::{MAX_LOSS_PLIES, widen, word_at};
     use std::sync::Mutex;
+
+    /// Every finished material's values as value words (bytes widened), in
+    /// layout order, and its width.
+    fn words_of(solved: &Solved) -> Vec<(Material, ValueWidth, Vec<u16>)> {
+        let words = |finished: &FinishedMaterial| {
+            let mut words = Vec::new();
+            finished
+                .for_each_chunk(UNPACK_BATCH_BYTES_DEFAULT, |chunk| {
+                    match finished.width() {
+                        ValueWidth::Byte => words.extend(chunk.iter().map(|&byte| widen(byte))),
+                        ValueWidth::Word => words.extend((0..chunk.len() / 2).map(|k| word_at(chunk, k))),
+                    }
+                    Ok::<_, SolveError>(())
+                })
+                .unwrap();
+            words
+        };
+        solved.materials.iter().map(|f| (f.material(), f.width(), words(f))).collect()
+    }
+
+    /// Solved with value words, a table is its value bytes widened, for
+    /// card sets with and without a mirror, with the mirror's steps and
+    /// without, under both rules (the word kernels' own checks: the fold,
+    /// the events, the due captures, the images' values).
+    #[test]
+    fn value_words_are_the_bytes_widened() {
+        let sets =
+            [("Boar,Ox,Elephant,Horse,Crab", NoMoveRule::Pass), ("Boar,Cobra,Crab,Dragon,Tiger", NoMoveRule::Loss)];
+        for (names, no_move) in sets {
+            let names: Vec<&str> = names.split(',').collect();
+            let rules = Rules { cards: CardSet::from_names(&names).unwrap(), no_move };
+            for mirror in [true, false] {
+                let config = SolveConfig { mirror, ..SolveConfig::default() };
+                let bytes = solve_with(&rules, 2, &config, &|_| {}).unwrap();
+                let wide = SolveConfig { value_width: Some(ValueWidth::Word), ..config };
+                let words = solve_with(&rules, 2, &wide, &|_| {}).unwrap();
+                let (bytes, words) = (words_of(&bytes), words_of(&words));
+                assert!(bytes.iter().all(|(_, width, _)| *width == ValueWidth::Byte));
+                assert!(words.iter().all(|(_, width, _)| *width == ValueWidth::Word));
+                let strip = |all: Vec<(Material, ValueWidth, Vec<u16>)>| -> Vec<(Material, Vec<u16>)> {
+                    all.into_iter().map(|(m, _, words)| (m, words)).collect()
+                };
+                assert!(strip(bytes) == strip(words), "{names:?} {no_move:?}, mirror {mirror}");
+            }
+        }
+    }
+
+    /// Cobra,Eel,Goose,Mantis,Rooster's 2v2 loses in up to 292 plies
+    /// (the reference solver; README, "Limits"): a run in memory finds
+    /// that a byte cannot hold it, says so, and solves the table again
+    /// in value words, with or without the mirror's steps alike; a run
+    /// with a work directory cannot, and says why.
+    #[test]
+    fn a_table_too_deep_for_bytes_is_solved_in_words() {
+        let names = ["Cobra", "Eel", "Goose", "Mantis", "Rooster"];
+        let rules = Rules { cards: CardSet::from_names(&names).unwrap(), no_move: NoMoveRule::Pass };
+        let widened = Mutex::new(Vec::new());
+        let progress = |p: Progress| {
+            if let Progress::Widened { material } = p {
+                widened.lock().unwrap().push(material);
+            }
+        };
+        let solved = words_of(&solve_with(&rules, 2, &SolveConfig::default(), &progress).unwrap());
+        assert_eq!(*widened.lock().unwrap(), [Material::new(2, 2)]);
+        assert!(solved.iter().all(|(_, width, _)| *width == ValueWidth::Word));
+        let deepest_loss = |words: &[u16]| {
+            words.iter().filter_map(|&w| Value::from_word(w)).filter(|v| v.is_loss()).filter_map(Value::plies).max()
+        };
+        let (_, _, two_two) = solved.iter().find(|(m, _, _)| *m == Material::new(2, 2)).unwrap();
+        assert!(deepest_loss(two_two).unwrap() > MAX_LOSS_PLIES, "{:?}", deepest_loss(two_two));
+
+        let plain = SolveConfig { mirror: false, value_width: Some(ValueWidth::Word), ..SolveConfig::default() };
+        assert!(words_of(&solve_with(&rules, 2, &plain, &|_| {}).unwrap()) == solved);
+
+        let dir = tempfile::tempdir().unwrap();
+        let streamed = SolveConfig { work_dir: Some(dir.path().join("w")), ..SolveConfig::default() };
+        assert!(
+            matches!(solve_with(&rules, 2, &streamed, &|_| {}), Err(SolveError::TooDeep(m)) if m == Material::new(2, 2))
+        );
+        let words = SolveConfig { value_width: Some(ValueWidth::Word), ..streamed };
+        assert!(matches!(solve_with(&rules, 2, &words, &|_| {}), Err(SolveError::WordsNeedMemory)));
+    }
 
     /// Streamed with groups' decisions logged in parts of 64 layouts
     /// ([`LOG_PART_LAYOUTS`] in unit tests), the 4-men table is the

@@ -22,6 +22,7 @@ use super::{FinishedMaterial, IO_BLOCKS, IoTotals, Own, SolveError, Work};
 use crate::blockio::FileId;
 use crate::index::{Material, MaterialIndex};
 use crate::rules::CARD_STATES;
+use crate::value::ValueWidth;
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -611,6 +612,8 @@ impl OwnBuffers {
             capture: capture.words_mut(),
             held: held.words_mut(),
             values: self.values.bytes_mut(),
+            // Streamed pairs hold value bytes (`solve_with`).
+            width: ValueWidth::Byte,
             due: self.due.words_mut(),
             next_event: &mut [],
             live: Some(&self.live),
