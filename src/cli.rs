@@ -834,7 +834,7 @@ impl Reporter {
             }
             Progress::Widened { material } => {
                 self.line(format_args!(
-                    "{material}: needs a loss deeper than {} plies; solving the table again with two-byte values",
+                    "{material}: needs a loss deeper than {} plies; solving it again, and the materials after it, with two-byte values",
                     onitb::value::MAX_LOSS_PLIES
                 ));
             }

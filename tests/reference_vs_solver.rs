@@ -278,6 +278,18 @@ fn solver_matches_reference_forward_only_cards() {
     }
 }
 
+/// The one card set of the 4368 whose 4-men table goes deeper than a value
+/// byte holds (2v2 loses in up to 292 plies): the solver, which solves it
+/// again in value words, against the reference on every position, both
+/// rules. Not run by `cargo test` (the reference takes 2-3 min a rule in
+/// release): `cargo test --release --test reference_vs_solver -- --ignored
+/// --nocapture deeper_than_a_byte`.
+#[test]
+#[ignore]
+fn solver_matches_reference_on_a_set_deeper_than_a_byte() {
+    check_both_rules_up_to(["Cobra", "Eel", "Goose", "Mantis", "Rooster"], 4);
+}
+
 /// A sweep of card sets: the made-up forward cards, then `count` of the
 /// 4368 sets of the base cards (in lexicographic order), evenly spaced from
 /// `offset`. Not run by `cargo test` (in release, about 2.5 s a set, both

@@ -74,7 +74,7 @@ use packed_values::{PackedValues, PackedWriter};
 use rayon::prelude::*;
 use schedule::MoverSlices;
 use sparse::{Base, Pick};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -135,9 +135,9 @@ pub enum Progress {
         /// order (from its checkpoint; empty for a fresh run).
         earlier: Vec<PairTime>,
     },
-    /// A pair needs a loss deeper than a value byte holds: the table is
-    /// solved again from the start with value words (another `RunStarted`
-    /// follows).
+    /// A pair needs a loss deeper than a value byte holds: it is solved
+    /// again from the start with value words, and so is every later pair
+    /// (the finished materials are widened).
     Widened {
         material: Material,
     },
@@ -225,9 +225,9 @@ pub struct SolveConfig {
     /// for the caller's own buffers beside the solve: a shard writer.
     pub reserved_bytes: u64,
     /// Bytes per value. None: bytes, and if a pair needs a loss deeper than
-    /// a byte holds and the run has no work directory, the whole table
-    /// again with value words (`Progress::Widened`). Words need the run
-    /// in memory: with a work directory they are refused.
+    /// a byte holds and the run has no work directory, that pair again and
+    /// the later ones with value words (`Progress::Widened`). Words need
+    /// the run in memory: with a work directory they are refused.
     pub value_width: Option<ValueWidth>,
 }
 
@@ -582,6 +582,32 @@ impl FinishedMaterial {
     /// a handle of its own, for reading beside the solve.
     pub fn open(dir: &Path, material: Material) -> Result<FinishedMaterial, SolveError> {
         open_finished(dir, material)
+    }
+
+    /// The material with its values as value words (a run that widens
+    /// keeps its values in memory).
+    fn widened(self) -> FinishedMaterial {
+        if self.width == ValueWidth::Word {
+            return self;
+        }
+        let FinishedValues::Resident(bytes) = &self.values else {
+            unreachable!("a run that widens has no work directory")
+        };
+        let layout = LaneLayout::new(&self.index, (CARD_STATES * ValueWidth::Word.bytes()) as u64);
+        let mut words = vec![0u8; layout.total_bytes() as usize];
+        for g in 0..self.index.groups().len() {
+            let (from, to) = (self.values_layout.segment(g), layout.segment(g));
+            let words = &mut words[to.start as usize..to.end as usize];
+            for (k, &byte) in bytes[from.start as usize..from.end as usize].iter().enumerate() {
+                crate::value::set_word_at(words, k, crate::value::widen(byte));
+            }
+        }
+        FinishedMaterial {
+            index: self.index,
+            values_layout: layout,
+            values: FinishedValues::Resident(words),
+            width: ValueWidth::Word,
+        }
     }
 
     fn into_solved(self) -> Result<SolvedMaterial, SolveError> {
@@ -2231,6 +2257,7 @@ fn io_block_bytes(budget_bytes: Option<u64>) -> u64 {
 
 /// Materials solved together: a material and its mirror, or a material
 /// that is its own mirror alone.
+#[derive(Clone)]
 struct Pair {
     members: Vec<Material>,
     /// The memory the pair needs solved in memory: its resident lanes and
@@ -2284,29 +2311,11 @@ pub fn solve_with(
     config: &SolveConfig,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Solved, SolveError> {
-    let width = config.value_width.unwrap_or_default();
+    let mut width = config.value_width.unwrap_or_default();
     if width == ValueWidth::Word && config.work_dir.is_some() {
         return Err(SolveError::WordsNeedMemory);
     }
-    match solve_at_width(rules, max_per_side, config, width, progress) {
-        // Values that fit a byte are the same in words, so whether the
-        // table is solved again does not depend on anything but depths.
-        Err(SolveError::TooDeep(material)) if config.value_width.is_none() && config.work_dir.is_none() => {
-            progress(Progress::Widened { material });
-            solve_at_width(rules, max_per_side, config, ValueWidth::Word, progress)
-        }
-        solved => solved,
-    }
-}
-
-/// [`solve_with`] at one value width.
-fn solve_at_width(
-    rules: &Rules,
-    max_per_side: usize,
-    config: &SolveConfig,
-    width: ValueWidth,
-    progress: &(dyn Fn(Progress) + Sync),
-) -> Result<Solved, SolveError> {
+    let may_widen = config.value_width.is_none() && config.work_dir.is_none();
     if !(1..=MAX_PIECES_PER_SIDE).contains(&max_per_side) {
         return Err(SolveError::Size(max_per_side));
     }
@@ -2346,7 +2355,9 @@ fn solve_at_width(
     let mut streamed_pairs = 0;
     let mut pairs = 0;
     let mut disk: Option<DiskIo> = None;
-    for planned in all_pairs {
+    let mut all_pairs: VecDeque<Pair> = all_pairs.into();
+    while let Some(planned) = all_pairs.pop_front() {
+        let again = planned.clone();
         let streamed = planned.is_streamed(config);
         let Pair { members, resident_bytes } = planned;
         let material = members[0];
@@ -2485,7 +2496,24 @@ fn solve_at_width(
             started,
             spent_before,
         });
-        solve_pair(rules, &moves, &mut works, &captured, streaming, resume.as_ref(), checkpoints, progress)?;
+        match solve_pair(rules, &moves, &mut works, &captured, streaming, resume.as_ref(), checkpoints, progress) {
+            // Too deep for bytes: the pair again, and every later one, in
+            // words; the finished materials are widened (values that fit a
+            // byte are the same in a word, so the table does not depend on
+            // where this happens).
+            Err(SolveError::TooDeep(deep)) if may_widen && width == ValueWidth::Byte => {
+                drop(works);
+                drop(captured);
+                drop(loaded);
+                solved = std::mem::take(&mut solved).into_iter().map(|(m, f)| (m, f.widened())).collect();
+                width = ValueWidth::Word;
+                progress(Progress::Widened { material: deep });
+                all_pairs.push_front(again);
+                pairs -= 1;
+                continue;
+            }
+            result => result?,
+        }
         if let Some(window) = &window {
             io.bytes_read += window.io.bytes_read;
             io.bytes_written += window.io.bytes_written;
@@ -2693,9 +2721,10 @@ mod tests {
 
     /// Cobra,Eel,Goose,Mantis,Rooster's 2v2 loses in up to 292 plies
     /// (the reference solver; README, "Limits"): a run in memory finds
-    /// that a byte cannot hold it, says so, and solves the table again
-    /// in value words, with or without the mirror's steps alike; a run
-    /// with a work directory cannot, and says why.
+    /// that a byte cannot hold it, says so, and solves 2v2 again in value
+    /// words, the materials before it widened: the table solved in words
+    /// throughout, with or without the mirror's steps. A run with a work
+    /// directory cannot, and says why.
     #[test]
     fn a_table_too_deep_for_bytes_is_solved_in_words() {
         let names = ["Cobra", "Eel", "Goose", "Mantis", "Rooster"];
@@ -2715,8 +2744,10 @@ mod tests {
         let (_, _, two_two) = solved.iter().find(|(m, _, _)| *m == Material::new(2, 2)).unwrap();
         assert!(deepest_loss(two_two).unwrap() > MAX_LOSS_PLIES, "{:?}", deepest_loss(two_two));
 
-        let plain = SolveConfig { mirror: false, value_width: Some(ValueWidth::Word), ..SolveConfig::default() };
-        assert!(words_of(&solve_with(&rules, 2, &plain, &|_| {}).unwrap()) == solved);
+        for mirror in [true, false] {
+            let words = SolveConfig { mirror, value_width: Some(ValueWidth::Word), ..SolveConfig::default() };
+            assert!(words_of(&solve_with(&rules, 2, &words, &|_| {}).unwrap()) == solved, "mirror {mirror}");
+        }
 
         let dir = tempfile::tempdir().unwrap();
         let streamed = SolveConfig { work_dir: Some(dir.path().join("w")), ..SolveConfig::default() };
