@@ -570,6 +570,17 @@ fn generate(args: GenerateArgs) -> Result<()> {
         }
         Ok((solved, per))
     });
+    if let Err(error) = &solved_and_written
+        && error.downcast_ref::<publish::PublishError>().is_some_and(publish::PublishError::refused_words)
+    {
+        // A resume would be refused the same way: the compressed shards
+        // written so far are of no use.
+        let removed = out.abandon().map_or_else(|e| format!(" (could not remove it: {e})"), |()| String::new());
+        bail!(
+            "{error:#}; write this table as raw shards (without --compress){removed}; \
+             the unfinished output was removed"
+        );
+    }
     let (solved, per) = solved_and_written.map_err(|error| {
         let Some(work) = &args.work else { return error };
         // Only a run with a work directory keeps its output (store::OutputDir).

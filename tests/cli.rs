@@ -360,7 +360,11 @@ fn probe_and_verify_refuse_bad_input() {
                 let at = values.iter().position(|&b| b == onitb::Value::Loss(2).to_byte()).unwrap();
                 values[at] = onitb::Value::Draw.to_byte();
             }
-            onitb::table::SolvedMaterial { index: onitb::index::MaterialIndex::new(m.index.material), values }
+            onitb::table::SolvedMaterial {
+                index: onitb::index::MaterialIndex::new(m.index.material),
+                values,
+                width: m.width,
+            }
         })
         .collect();
     let wrong = onitb::Table::new(*table.rules(), 2, materials);

@@ -28,7 +28,7 @@ fn altered(table: &Table, change: impl Fn(Material, &mut Vec<u8>)) -> Table {
         .map(|m| {
             let mut values = m.values.clone();
             change(m.index.material, &mut values);
-            SolvedMaterial { index: MaterialIndex::new(m.index.material), values }
+            SolvedMaterial { index: MaterialIndex::new(m.index.material), values, width: m.width }
         })
         .collect();
     Table::new(*table.rules(), table.max_per_side(), materials)
