@@ -23,6 +23,9 @@
 //!
 //! [`Packing::Filled`] blocks (one byte per state, 255 in every recomputable
 //! byte; written before 2026-11-22) are still read.
+//!
+//! Every packing is of value bytes: tables with value words (format version
+//! 2) are refused ([`FormatError::WordValues`]) before anything is written.
 
 use crate::blockio::DirectAppender;
 use crate::format::{BLOCK_BYTES, CompressedHeader, Content, FormatError, Frame, LEVELS, Packing, ShardHeader};
@@ -30,7 +33,7 @@ use crate::index::MaterialIndex;
 use crate::rules::{CARD_STATES, WinsInOne, masters_end_game};
 use crate::shard::{Context, TableFiles};
 use crate::store::{OutputDir, StoreError, check_room, compressed_shard_name};
-use crate::value::{DRAW, NO_VALUE};
+use crate::value::{DRAW, NO_VALUE, ValueWidth};
 
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -428,6 +431,11 @@ pub fn compress_table(
 ) -> Result<Vec<ShardSizes>, StoreError> {
     check_level(level, output)?;
     let table = TableFiles::open(input)?;
+    // Before the output directory is made: a mixed table's byte shards
+    // would be compressed for nothing.
+    if let Some(shard) = table.shards.iter().find(|s| s.header().width != ValueWidth::Byte) {
+        return Err(StoreError::Format { path: shard.path().to_path_buf(), cause: words_refused() });
+    }
     let out = OutputDir::prepare(output)?;
     let context = Context::new(table.rules, table.max_per_side);
     let mut sizes = Vec::with_capacity(table.shards.len());
@@ -494,6 +502,7 @@ pub struct CompressedShardWriter<'c> {
 
 impl<'c> CompressedShardWriter<'c> {
     /// Creates `path` (which must not exist), with room for the header.
+    /// Refuses a header of value words, creating nothing.
     pub fn create(
         path: &Path,
         header: ShardHeader,
@@ -502,6 +511,9 @@ impl<'c> CompressedShardWriter<'c> {
         content: Content,
     ) -> Result<Self, StoreError> {
         check_level(level, path)?;
+        if header.width != ValueWidth::Byte {
+            return Err(StoreError::Format { path: path.to_path_buf(), cause: words_refused() });
+        }
         let header_len = crate::format::compressed_header_len(header.block_count());
         let mut out =
             DirectAppender::create_new(path, STAGED_BYTES, header_len).map_err(write_error("create shard", path))?;
@@ -658,6 +670,11 @@ impl<'c> CompressedShardWriter<'c> {
 /// and cost 6% of compressing at level 3.
 fn states_with_value(values: &[u8]) -> u64 {
     values.chunks(255).map(|chunk| u64::from(chunk.iter().map(|&b| u8::from(b != NO_VALUE)).sum::<u8>())).sum()
+}
+
+/// Why a table with value words is not compressed.
+pub fn words_refused() -> FormatError {
+    FormatError::WordValues("compressing")
 }
 
 fn write_error(action: &'static str, path: &Path) -> impl Fn(std::io::Error) -> StoreError {
@@ -876,7 +893,7 @@ mod tests {
         let rules = Rules::default();
         for packing in [Packing::Filled, Packing::Dense] {
             let path = tmp.path().join(format!("{packing:?}.onitbz"));
-            let header = ShardHeader::for_material(&rules, 2, index.material).unwrap();
+            let header = ShardHeader::for_material(&rules, 2, index.material, ValueWidth::Byte).unwrap();
             let header = ShardHeader { block_crcs: Vec::new(), ..header };
             let mut writer = CompressedShardWriter::create(&path, header, &context, 1, Content::Values).unwrap();
             writer.packing = packing;
@@ -891,6 +908,34 @@ mod tests {
         }
     }
 
+    /// Tables with value words are refused before anything is written:
+    /// by the writer, whose file is not created, and by `compress_table`,
+    /// whose output directory is not.
+    #[test]
+    fn word_tables_are_refused_and_nothing_is_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (context, index, _) = solved_2v2_cached();
+        let path = tmp.path().join("2v2.onitbz");
+        let header = ShardHeader::for_material(&Rules::default(), 2, index.material, ValueWidth::Word).unwrap();
+        let header = ShardHeader { block_crcs: Vec::new(), ..header };
+        let Err(refused) = CompressedShardWriter::create(&path, header, context, 1, Content::Values) else {
+            panic!("value words compressed")
+        };
+        assert!(matches!(&refused, StoreError::Format { cause: FormatError::WordValues(_), .. }), "{refused}");
+        assert!(!path.exists() && !crate::blockio::unfinished_path(&path).exists());
+
+        let table = crate::table::Table::generate(&Rules::default(), 2).unwrap();
+        let input = tmp.path().join("wide");
+        crate::store::save(&table.widened(), &input).unwrap();
+        let output = tmp.path().join("out");
+        let refused = compress_table(&input, &output, 1, Content::Values, &|_| {}).unwrap_err().to_string();
+        assert!(refused.contains("compressing tables with two-byte values (format version 2) is not supported yet"));
+        assert!(refused.contains("1v1.onitb"), "names the first shard of words: {refused}");
+        let mut left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        left.sort();
+        assert_eq!(left, [std::ffi::OsString::from("wide")], "no output, partial or not");
+    }
+
     /// However the values come in (a byte run at a time, block by block,
     /// all at once, cut inside a block then the rest) and however many
     /// blocks a batch holds, on one thread or two, the writer writes the
@@ -903,7 +948,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let write = |name: &str, cuts: &[usize], batch_blocks: Option<usize>| -> Vec<u8> {
             let path = tmp.path().join(name);
-            let header = ShardHeader::for_material(&Rules::default(), 2, index.material).unwrap();
+            let header = ShardHeader::for_material(&Rules::default(), 2, index.material, ValueWidth::Byte).unwrap();
             let header = ShardHeader { block_crcs: Vec::new(), ..header };
             let mut writer = CompressedShardWriter::create(&path, header, context, 1, Content::Values).unwrap();
             if let Some(blocks) = batch_blocks {

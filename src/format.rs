@@ -5,21 +5,29 @@
 //! touches the solver or the index numbering. docs/FORMAT.md is the
 //! reader's reference; keep the two in step.
 //!
-//! A shard is a header followed by the value bytes of one material
-//! (`layouts * 30`, see `value` and `index`). All integers are little-endian.
+//! A shard is a header followed by the values of one material: a value byte
+//! per state (`layouts * 30` bytes, format version 1), or a little-endian
+//! value word per state for tables too deep for bytes (`layouts * 30 * 2`,
+//! format version 2, the header otherwise the same); see `value` and
+//! `index`. All integers are little-endian. Compressed shards are version 1
+//! only: their packing is of bytes.
 //! Each `*_OFFSET` constant below is the previous offset plus the previous
 //! field's size, so the layout can be read off top to bottom.
 
 use crate::index::{Material, MaterialIndex};
 use crate::rules::{BASE_CARDS, CARD_STATES, CARDS_PER_GAME, Card, CardSet, MAX_PIECES_PER_SIDE, NoMoveRule, Rules};
 use crate::table::SolvedMaterial;
+use crate::value::ValueWidth;
 use rayon::prelude::*;
 use thiserror::Error;
 
 /// First bytes of every shard.
 pub const MAGIC: [u8; 8] = *b"ONITBRAW";
-/// Version of this byte layout.
+/// Version of this byte layout with a value byte per state.
 pub const FORMAT_VERSION: u16 = 1;
+/// Version of this byte layout with a value word per state: the header is
+/// version 1's, the value area twice as long.
+pub const FORMAT_VERSION_WORDS: u16 = 2;
 /// Version of the position numbering (`index`) the value bytes follow.
 /// Bump it whenever `MaterialIndex` numbers layouts differently.
 pub const INDEX_SCHEME_VERSION: u16 = 2;
@@ -78,7 +86,9 @@ pub enum FormatError {
     BadMagic,
     #[error("not an onitb compressed shard (bad magic bytes)")]
     BadCompressedMagic,
-    #[error("format version {0} is not supported (this build reads version {FORMAT_VERSION})")]
+    #[error(
+        "format version {0} is not supported (this build reads versions {FORMAT_VERSION} and {FORMAT_VERSION_WORDS})"
+    )]
     Version(u16),
     #[error("index scheme {0} is not supported (this build numbers positions with scheme {INDEX_SCHEME_VERSION})")]
     IndexScheme(u16),
@@ -94,7 +104,9 @@ pub enum FormatError {
     DuplicateCard(String),
     #[error("material {material} has {expected} layouts, header says {got}")]
     Layouts { material: Material, expected: u64, got: u64 },
-    #[error("block size {0} is not the {BLOCK_BYTES} bytes of format version {FORMAT_VERSION}")]
+    #[error(
+        "block size {0} is not the {BLOCK_BYTES} bytes of format versions {FORMAT_VERSION} and {FORMAT_VERSION_WORDS}"
+    )]
     BlockSize(u32),
     #[error("block count {got} does not fit the value area ({expected} blocks expected)")]
     BlockCount { expected: u64, got: u32 },
@@ -126,6 +138,10 @@ pub enum FormatError {
     FrameLength { block: usize, len: u32 },
     #[error("cannot be stored: {0}")]
     Unrepresentable(String),
+    /// What is not done yet with value words (e.g. "compressing"), read
+    /// before "tables with two-byte values".
+    #[error("{0} tables with two-byte values (format version {FORMAT_VERSION_WORDS}) is not supported yet")]
+    WordValues(&'static str),
 }
 
 /// One card as a shard records it: its name and its moves, so that a table
@@ -146,6 +162,9 @@ pub struct ShardHeader {
     /// The five cards in slot order (the order card states are numbered in).
     pub cards: [CardRecord; CARDS_PER_GAME],
     pub layouts: u64,
+    /// Bytes per state of the value area: a byte (format version 1) or a
+    /// word (version 2).
+    pub width: ValueWidth,
     /// crc32 of each [`BLOCK_BYTES`] block of the value area.
     pub block_crcs: Vec<u32>,
 }
@@ -155,7 +174,8 @@ pub fn header_len(block_count: usize) -> usize {
     FIXED_HEADER_BYTES + CRC_SIZE * block_count + CRC_SIZE
 }
 
-/// The whole shard of one material in memory (header and values).
+/// The whole shard of one material in memory (header and values), of the
+/// format version of its width.
 pub fn encode(rules: &Rules, max_per_side: usize, solved: &SolvedMaterial) -> Result<Vec<u8>, FormatError> {
     let mut bytes = ShardHeader::new(rules, max_per_side, solved)?.to_bytes();
     bytes.extend_from_slice(&solved.values);
@@ -178,7 +198,7 @@ pub fn decode(bytes: &[u8]) -> Result<(ShardHeader, &[u8]), FormatError> {
 impl ShardHeader {
     /// The header of one material of a table.
     pub fn new(rules: &Rules, max_per_side: usize, solved: &SolvedMaterial) -> Result<ShardHeader, FormatError> {
-        let mut header = ShardHeader::for_material(rules, max_per_side, solved.index.material)?;
+        let mut header = ShardHeader::for_material(rules, max_per_side, solved.index.material, solved.width)?;
         let expected = header.values_len();
         if solved.values.len() as u64 != expected {
             return Err(FormatError::ValuesLength { expected, got: solved.values.len() as u64 });
@@ -187,9 +207,15 @@ impl ShardHeader {
         Ok(header)
     }
 
-    /// The header of one material of a table, with every block checksum 0
-    /// (to be filled in by whoever writes the values).
-    pub fn for_material(rules: &Rules, max_per_side: usize, material: Material) -> Result<ShardHeader, FormatError> {
+    /// The header of one material of a table whose values are `width`
+    /// wide, with every block checksum 0 (to be filled in by whoever writes
+    /// the values).
+    pub fn for_material(
+        rules: &Rules,
+        max_per_side: usize,
+        material: Material,
+        width: ValueWidth,
+    ) -> Result<ShardHeader, FormatError> {
         let max = u8::try_from(max_per_side)
             .ok()
             .filter(|m| (1..=MAX_PIECES_PER_SIDE as u8).contains(m))
@@ -211,13 +237,14 @@ impl ShardHeader {
         }
         check_distinct(&cards)?;
         let layouts = MaterialIndex::new(material).layouts();
-        let blocks = values_len(layouts)?.div_ceil(BLOCK_BYTES as u64) as usize;
+        let blocks = values_len(layouts, width)?.div_ceil(BLOCK_BYTES as u64) as usize;
         Ok(ShardHeader {
             no_move: rules.no_move,
             max_per_side: max,
             material,
             cards,
             layouts,
+            width,
             block_crcs: vec![0; blocks],
         })
     }
@@ -233,9 +260,14 @@ impl ShardHeader {
         start..(start + BLOCK_BYTES as u64).min(self.values_len())
     }
 
-    /// Length of the value area.
+    /// Length of the value area in bytes.
     pub fn values_len(&self) -> u64 {
-        self.layouts * CARD_STATES as u64
+        self.layouts * (CARD_STATES * self.width.bytes()) as u64
+    }
+
+    /// The format version the header says: that of its values' width.
+    pub fn version(&self) -> u16 {
+        version_of(self.width)
     }
 
     /// Length of the whole header, from a prefix of at least
@@ -263,6 +295,7 @@ impl ShardHeader {
             material: fixed.material,
             cards: fixed.cards,
             layouts: fixed.layouts,
+            width: fixed.width,
             block_crcs,
         })
     }
@@ -281,7 +314,7 @@ impl ShardHeader {
     /// Writes the fixed fields (offsets `0..FIXED_HEADER_BYTES`).
     fn write_fixed(&self, out: &mut [u8], magic: &[u8; MAGIC_SIZE], block_count: usize) {
         out[MAGIC_OFFSET..][..MAGIC_SIZE].copy_from_slice(magic);
-        out[VERSION_OFFSET..][..VERSION_SIZE].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out[VERSION_OFFSET..][..VERSION_SIZE].copy_from_slice(&self.version().to_le_bytes());
         out[INDEX_SCHEME_OFFSET..][..INDEX_SCHEME_SIZE].copy_from_slice(&INDEX_SCHEME_VERSION.to_le_bytes());
         out[NO_MOVE_OFFSET] = no_move_code(self.no_move);
         out[MAX_PER_SIDE_OFFSET] = self.max_per_side;
@@ -491,6 +524,7 @@ impl CompressedHeader {
             material: fixed.material,
             cards: fixed.cards,
             layouts: fixed.layouts,
+            width: fixed.width,
             block_crcs: Vec::new(),
         };
         Ok(CompressedHeader { shard, content, packing, level, frames })
@@ -499,8 +533,10 @@ impl CompressedHeader {
     /// The header bytes, checksum included.
     ///
     /// # Panics
-    /// If there is not one frame per block or the level is out of range.
+    /// If there is not one frame per block, the level is out of range or
+    /// the values are words (`compress` refuses them first).
     pub fn to_bytes(&self) -> Vec<u8> {
+        assert_eq!(self.shard.width, ValueWidth::Byte, "compressed shards hold value bytes");
         assert_eq!(self.frames.len(), self.shard.block_count(), "one frame per block");
         assert!(LEVELS.contains(&self.level));
         let mut out = vec![0u8; compressed_header_len(self.frames.len())];
@@ -525,6 +561,7 @@ struct Fixed {
     material: Material,
     cards: [CardRecord; CARDS_PER_GAME],
     layouts: u64,
+    width: ValueWidth,
     block_count: usize,
 }
 
@@ -541,9 +578,14 @@ fn read_fixed(bytes: &[u8], magic: &[u8; MAGIC_SIZE]) -> Result<Fixed, FormatErr
     if bytes[MAGIC_OFFSET..][..MAGIC_SIZE] != magic[..] {
         return Err(bad_magic);
     }
-    let version = u16_at(bytes, VERSION_OFFSET);
-    if version != FORMAT_VERSION {
-        return Err(FormatError::Version(version));
+    let width = match u16_at(bytes, VERSION_OFFSET) {
+        FORMAT_VERSION => ValueWidth::Byte,
+        FORMAT_VERSION_WORDS => ValueWidth::Word,
+        version => return Err(FormatError::Version(version)),
+    };
+    if width == ValueWidth::Word && magic == &COMPRESSED_MAGIC {
+        // Nothing writes them: `compress` packs bytes.
+        return Err(FormatError::WordValues("reading compressed shards of"));
     }
     let scheme = u16_at(bytes, INDEX_SCHEME_OFFSET);
     if scheme != INDEX_SCHEME_VERSION {
@@ -580,11 +622,11 @@ fn read_fixed(bytes: &[u8], magic: &[u8; MAGIC_SIZE]) -> Result<Fixed, FormatErr
         return Err(FormatError::BlockSize(block_size));
     }
     let block_count = u32_at(bytes, BLOCK_COUNT_OFFSET);
-    let expected_blocks = values_len(layouts)?.div_ceil(BLOCK_BYTES as u64);
+    let expected_blocks = values_len(layouts, width)?.div_ceil(BLOCK_BYTES as u64);
     if block_count as u64 != expected_blocks {
         return Err(FormatError::BlockCount { expected: expected_blocks, got: block_count });
     }
-    Ok(Fixed { no_move, max_per_side, material, cards, layouts, block_count: block_count as usize })
+    Ok(Fixed { no_move, max_per_side, material, cards, layouts, width, block_count: block_count as usize })
 }
 
 fn read_card(slot: usize, record: &[u8]) -> Result<CardRecord, FormatError> {
@@ -664,9 +706,17 @@ fn no_move_code(rule: NoMoveRule) -> u8 {
     }
 }
 
-fn values_len(layouts: u64) -> Result<u64, FormatError> {
+/// The format version of a shard whose values are `width` wide.
+pub fn version_of(width: ValueWidth) -> u16 {
+    match width {
+        ValueWidth::Byte => FORMAT_VERSION,
+        ValueWidth::Word => FORMAT_VERSION_WORDS,
+    }
+}
+
+fn values_len(layouts: u64, width: ValueWidth) -> Result<u64, FormatError> {
     layouts
-        .checked_mul(CARD_STATES as u64)
+        .checked_mul((CARD_STATES * width.bytes()) as u64)
         .filter(|&len| usize::try_from(len).is_ok())
         .ok_or_else(|| FormatError::Unrepresentable(format!("{layouts} layouts do not fit in memory")))
 }
@@ -713,7 +763,7 @@ mod tests {
     fn sample(rules: &Rules) -> (SolvedMaterial, Vec<u8>) {
         let index = MaterialIndex::new(Material::new(1, 2));
         let values: Vec<u8> = (0..index.layouts() * CARD_STATES as u64).map(|i| (i * 7 % 251) as u8).collect();
-        let solved = SolvedMaterial { index, values };
+        let solved = SolvedMaterial { index, values, width: ValueWidth::Byte };
         let bytes = encode(rules, 2, &solved).unwrap();
         (solved, bytes)
     }
@@ -784,7 +834,7 @@ mod tests {
     fn multi_block_value_areas_check_each_block() {
         let index = MaterialIndex::new(Material::new(2, 2));
         let values = vec![DRAW_BYTE; (index.layouts() * CARD_STATES as u64) as usize];
-        let solved = SolvedMaterial { index, values };
+        let solved = SolvedMaterial { index, values, width: ValueWidth::Byte };
         let mut bytes = encode(&Rules::default(), 2, &solved).unwrap();
         let header = decode(&bytes).unwrap().0;
         assert!(header.block_crcs.len() > 1, "2v2 should span several blocks");
@@ -795,8 +845,82 @@ mod tests {
 
     const DRAW_BYTE: u8 = crate::value::DRAW;
 
+    /// `sample`'s values widened to words, and their shard.
+    fn word_sample(rules: &Rules) -> (SolvedMaterial, Vec<u8>) {
+        let solved = sample(rules).0.widened();
+        let bytes = encode(rules, 2, &solved).unwrap();
+        (solved, bytes)
+    }
+
+    #[test]
+    fn word_shards_are_version_2_and_round_trip() {
+        let (bytes_solved, bytes_shard) = sample(&Rules::default());
+        let (solved, bytes) = word_sample(&Rules::default());
+        assert_eq!(u16::from_le_bytes([bytes_shard[8], bytes_shard[9]]), 1, "byte shards stay version 1");
+        assert_eq!(u16::from_le_bytes([bytes[8], bytes[9]]), 2);
+        let (header, values) = decode(&bytes).unwrap();
+        assert_eq!((header.width, header.version()), (ValueWidth::Word, FORMAT_VERSION_WORDS));
+        assert_eq!(values, solved.values.as_slice());
+        assert_eq!(header.values_len(), 2 * bytes_solved.values.len() as u64);
+        assert_eq!(header.to_bytes(), bytes[..header_len(header.block_crcs.len())]);
+        // Header fields but the version are those of the byte shard.
+        let byte_header = decode(&bytes_shard).unwrap().0;
+        assert_eq!(
+            ShardHeader { width: ValueWidth::Byte, block_crcs: Vec::new(), ..header.clone() },
+            ShardHeader { block_crcs: Vec::new(), ..byte_header }
+        );
+        let mut damaged = bytes.clone();
+        let last = damaged.len() - 1;
+        damaged[last] ^= 1;
+        assert!(matches!(decode(&damaged), Err(FormatError::BlockCrc { block: 0, .. })));
+    }
+
+    /// Rewrites the version field of a whole shard and seals its header again.
+    fn with_version(bytes: &[u8], version: u16) -> Vec<u8> {
+        let mut bytes = bytes.to_vec();
+        bytes[VERSION_OFFSET..][..VERSION_SIZE].copy_from_slice(&version.to_le_bytes());
+        let len =
+            ShardHeader::total_len(&bytes).unwrap_or_else(|_| header_len(u32_at(&bytes, BLOCK_COUNT_OFFSET) as usize));
+        seal(&mut bytes[..len]);
+        bytes
+    }
+
+    #[test]
+    fn a_version_that_does_not_fit_the_value_area_is_refused() {
+        // A byte shard relabelled version 2: its value area is half a
+        // word area (one block either way).
+        let (_, bytes) = sample(&Rules::default());
+        let relabelled = with_version(&bytes, FORMAT_VERSION_WORDS);
+        assert!(matches!(decode(&relabelled), Err(FormatError::Truncated { .. })), "{:?}", decode(&relabelled));
+        // ... and a word shard relabelled version 1 has twice the bytes.
+        let (_, words) = word_sample(&Rules::default());
+        let relabelled = with_version(&words, FORMAT_VERSION);
+        assert!(matches!(decode(&relabelled), Err(FormatError::TrailingBytes { .. })));
+        // Over several blocks the block count says so already.
+        let index = MaterialIndex::new(Material::new(2, 2));
+        let values = vec![DRAW_BYTE; (index.layouts() * CARD_STATES as u64) as usize];
+        let bytes = encode(&Rules::default(), 2, &SolvedMaterial { index, values, width: ValueWidth::Byte }).unwrap();
+        let relabelled = with_version(&bytes, FORMAT_VERSION_WORDS);
+        assert!(matches!(ShardHeader::total_len(&relabelled), Err(FormatError::BlockCount { .. })));
+        let unknown = with_version(&bytes, 3);
+        let error = decode(&unknown).unwrap_err();
+        assert_eq!(error, FormatError::Version(3));
+        assert!(error.to_string().contains("versions 1 and 2"), "{error}");
+    }
+
+    #[test]
+    fn compressed_headers_of_words_are_refused() {
+        let mut bytes = compressed_sample();
+        bytes[VERSION_OFFSET..][..VERSION_SIZE].copy_from_slice(&FORMAT_VERSION_WORDS.to_le_bytes());
+        let len = bytes.len();
+        seal(&mut bytes[..len]);
+        let error = CompressedHeader::from_bytes(&bytes).unwrap_err();
+        assert!(matches!(error, FormatError::WordValues(_)), "{error}");
+        assert!(error.to_string().contains("two-byte values (format version 2) is not supported yet"), "{error}");
+    }
+
     fn compressed_sample() -> Vec<u8> {
-        let shard = ShardHeader::for_material(&Rules::default(), 2, Material::new(2, 2)).unwrap();
+        let shard = ShardHeader::for_material(&Rules::default(), 2, Material::new(2, 2), ValueWidth::Byte).unwrap();
         let frames = (0..shard.block_count() as u32)
             .map(|i| Frame { offset: 0, len: 1000 + i, crc: i * 7, content_crc: i * 11 })
             .collect();
@@ -904,7 +1028,7 @@ mod tests {
         let rules = Rules { cards: CardSet::from_names_in(&names, &LONG).unwrap(), no_move: NoMoveRule::Pass };
         let index = MaterialIndex::new(Material::new(1, 1));
         let values = vec![0; (index.layouts() * 30) as usize];
-        let solved = SolvedMaterial { index, values };
+        let solved = SolvedMaterial { index, values, width: ValueWidth::Byte };
         assert!(matches!(encode(&rules, 1, &solved), Err(FormatError::Unrepresentable(_))));
         assert!(matches!(encode(&Rules::default(), 6, &solved), Err(FormatError::Unrepresentable(_))));
     }

@@ -4,14 +4,16 @@
 //! shards) through a small LRU cache of checked blocks. Opening reads the
 //! shard headers only; a probe reads, decompresses and unpacks only the
 //! block that holds the position. Values a compressed shard does not store
-//! (wins in one ply) are recomputed from the rules.
+//! (wins in one ply) are recomputed from the rules. Shards of value words
+//! (format version 2, raw only) are probed as those of bytes; only
+//! [`Tablebase::layout_bytes`], which hands out bytes, refuses them.
 
-use crate::format::Content;
+use crate::format::{Content, FormatError};
 use crate::index::{Layout, Material, MaterialIndex};
 use crate::rules::{CARD_STATES, Move, Outcome, Position, Rules};
 use crate::shard::{Context, TableFiles};
 use crate::store::StoreError;
-use crate::value::Value;
+use crate::value::{Value, ValueWidth};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -36,6 +38,8 @@ pub enum ProbeError {
     WdlOnly,
     #[error("the table is wrong: material {material} layout {layout} card state {card_state} holds byte {byte}")]
     WrongValue { material: Material, layout: u64, card_state: usize, byte: u8 },
+    #[error("the table is wrong: material {material} layout {layout} card state {card_state} holds word {word}")]
+    WrongWord { material: Material, layout: u64, card_state: usize, word: u16 },
 }
 
 /// A legal move and its value for the side that makes it.
@@ -103,12 +107,26 @@ impl Tablebase {
             opponent_master: position.opponent_master,
         };
         let layout_number = index.rank(&layout);
-        let at = layout_number * CARD_STATES as u64 + position.cards.index() as u64;
+        let state = layout_number * CARD_STATES as u64 + position.cards.index() as u64;
+        let width = shard.header().width;
+        // A word's two bytes are in one block: blocks are an even number
+        // of bytes.
+        let at = state * width.bytes() as u64;
         let block_bytes = crate::format::BLOCK_BYTES as u64;
         let block = self.block(slot, (at / block_bytes) as usize)?;
-        let byte = block[(at % block_bytes) as usize];
-        let wrong =
-            || ProbeError::WrongValue { material, layout: layout_number, card_state: position.cards.index(), byte };
+        let at = (at % block_bytes) as usize;
+        let card_state = position.cards.index();
+        if width == ValueWidth::Word {
+            let word = u16::from_le_bytes([block[at], block[at + 1]]);
+            return Value::from_word(word).ok_or(ProbeError::WrongWord {
+                material,
+                layout: layout_number,
+                card_state,
+                word,
+            });
+        }
+        let byte = block[at];
+        let wrong = || ProbeError::WrongValue { material, layout: layout_number, card_state, byte };
         match Value::from_byte(byte) {
             None => Err(wrong()),
             // A compressed shard recomputes every win in one.
@@ -129,9 +147,15 @@ impl Tablebase {
     /// `material`, as the table holds them (a compressed shard's recomputed
     /// values included; a game-over layout's are 0), in card-state order.
     /// For checking tables; [`Tablebase::probe`] is the way to ask for a
-    /// position's value.
+    /// position's value. Refuses a shard of value words (the deep check
+    /// does not read words yet).
     pub fn layout_bytes(&self, material: Material, layout: u64) -> Result<[u8; CARD_STATES], ProbeError> {
         let slot = self.slot(material)?;
+        let shard = &self.files.shards[slot];
+        if shard.header().width != ValueWidth::Byte {
+            let cause = FormatError::WordValues("the deep check (verify --deep) of");
+            return Err(StoreError::Format { path: shard.path().to_path_buf(), cause }.into());
+        }
         if layout >= self.context.index(material).layouts() {
             return Err(ProbeError::OutOfRange { material, layout });
         }

@@ -14,15 +14,21 @@
 //! interrupted run ([`check_adopted`] removes those that do not fit this
 //! run's table, e.g. another zstd level): a kept shard is not written
 //! again, only read back, every block checked, for its statistics.
+//!
+//! A finished material's values may be words (`FinishedMaterial::width`):
+//! its raw shard is format version 2, and its statistics count words.
+//! Compressed shards hold bytes only, so a material of words is refused
+//! when compressed shards are asked for, before its file is created.
 
 use crate::compress::CompressedShardWriter;
 use crate::format::{BLOCK_BYTES, Content, Packing, ShardHeader};
 use crate::index::Material;
-use crate::rules::Rules;
+use crate::rules::{CARD_STATES, Rules};
 use crate::shard::{self, ShardFile, Storage};
 use crate::solver::{self, FinishedMaterial, Progress, SolveError};
 use crate::store::{self, OutputDir, RawShardWriter, StoreError};
-use crate::table::Stats;
+use crate::table::{SolvedMaterial, Stats};
+use crate::value::ValueWidth;
 use rayon::prelude::*;
 use std::collections::{BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -42,6 +48,17 @@ pub enum PublishError {
     /// The background writer was told to stop before its shard was whole.
     #[error("the shard writer beside the solve was stopped")]
     Stopped,
+    /// A kept shard's values are not as wide as the finished material's.
+    #[error("its values are {found} byte(s) per state, the finished material's {expected}")]
+    OtherWidth { found: usize, expected: usize },
+}
+
+impl PublishError {
+    /// Whether compressing value words was refused: no run with the same
+    /// arguments (`--resume` included) can write the table.
+    pub fn refused_words(&self) -> bool {
+        matches!(self, PublishError::Store(StoreError::Format { cause: crate::format::FormatError::WordValues(_), .. }))
+    }
 }
 
 /// How the shards are written: the table's rules and size, and for
@@ -125,7 +142,9 @@ fn misfit(out: &OutputDir, name: &str, spec: &ShardSpec) -> Option<String> {
         let kind = if spec.compress.is_some() { "compressed" } else { "raw" };
         return Some(format!("this run writes {kind} shards"));
     }
-    let expected = match ShardHeader::for_material(&spec.rules, spec.max_per_side, material) {
+    // The width of the values is not known before they are solved; the
+    // shard's is checked against them when it is read back (`check_kept`).
+    let expected = match ShardHeader::for_material(&spec.rules, spec.max_per_side, material, ValueWidth::Byte) {
         Ok(header) => header,
         Err(e) => return Some(e.to_string()),
     };
@@ -136,7 +155,7 @@ fn misfit(out: &OutputDir, name: &str, spec: &ShardSpec) -> Option<String> {
         Err(e) => return Some(e.to_string()),
     };
     // Raw shards hold block checksums, compressed ones none.
-    let found = ShardHeader { block_crcs: Vec::new(), ..shard.header().clone() };
+    let found = ShardHeader { block_crcs: Vec::new(), width: ValueWidth::Byte, ..shard.header().clone() };
     let expected = ShardHeader { block_crcs: Vec::new(), ..expected };
     if found != expected {
         return Some("its header is another table's (rules, cards or size)".to_string());
@@ -154,6 +173,86 @@ fn misfit(out: &OutputDir, name: &str, spec: &ShardSpec) -> Option<String> {
     }
 }
 
+/// A finished material's values as a shard writer takes them: a
+/// [`FinishedMaterial`] of the solver, or a [`SolvedMaterial`] in memory.
+pub trait MaterialValues {
+    fn material(&self) -> Material;
+    /// Bytes per state.
+    fn width(&self) -> ValueWidth;
+    /// Hands the values, in layout order, to `sink` in chunks of at most
+    /// about `batch_bytes` (more if one group needs it), each of whole
+    /// states (`FinishedMaterial::for_each_chunk`).
+    fn for_each_chunk<E: From<SolveError>>(
+        &self,
+        batch_bytes: usize,
+        sink: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E>;
+    /// Hands the values, in layout order, to `sink` in pieces of exactly
+    /// `piece_bytes` (an even number), the last one the rest
+    /// (`FinishedMaterial::for_each_piece`).
+    fn for_each_piece<E: From<SolveError>>(
+        &self,
+        piece_bytes: usize,
+        sink: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E>;
+}
+
+impl MaterialValues for FinishedMaterial {
+    fn material(&self) -> Material {
+        FinishedMaterial::material(self)
+    }
+
+    fn width(&self) -> ValueWidth {
+        FinishedMaterial::width(self)
+    }
+
+    fn for_each_chunk<E: From<SolveError>>(
+        &self,
+        batch_bytes: usize,
+        sink: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        FinishedMaterial::for_each_chunk(self, batch_bytes, sink)
+    }
+
+    fn for_each_piece<E: From<SolveError>>(
+        &self,
+        piece_bytes: usize,
+        sink: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        FinishedMaterial::for_each_piece(self, piece_bytes, sink)
+    }
+}
+
+impl MaterialValues for SolvedMaterial {
+    fn material(&self) -> Material {
+        self.index.material
+    }
+
+    fn width(&self) -> ValueWidth {
+        self.width
+    }
+
+    fn for_each_chunk<E: From<SolveError>>(
+        &self,
+        batch_bytes: usize,
+        sink: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        // Whole layouts, so whole words.
+        let layout_bytes = CARD_STATES * self.width.bytes();
+        let chunk = (batch_bytes - batch_bytes % layout_bytes).max(layout_bytes);
+        self.values.chunks(chunk).try_for_each(sink)
+    }
+
+    fn for_each_piece<E: From<SolveError>>(
+        &self,
+        piece_bytes: usize,
+        sink: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        assert!(piece_bytes > 0, "pieces hold bytes");
+        self.values.chunks(piece_bytes).try_for_each(sink)
+    }
+}
+
 /// Whether `out` kept `material`'s shard from an interrupted run.
 fn is_kept(material: Material, out: &OutputDir, spec: &ShardSpec) -> bool {
     out.adopted().iter().any(|name| *name == ShardWriter::name(material, spec))
@@ -163,9 +262,14 @@ fn is_kept(material: Material, out: &OutputDir, spec: &ShardSpec) -> bool {
 /// its file a block at a time per thread: every block is checked as `onitb
 /// verify` checks it, and the recomputable values of a compressed shard
 /// are recomputed, so the statistics are those of the bytes published.
-/// Stops with [`PublishError::Stopped`] once `stop` is set.
-fn read_back_kept(path: &Path, spec: &ShardSpec, stop: &AtomicBool) -> Result<Stats, PublishError> {
+/// Stops with [`PublishError::Stopped`] once `stop` is set. A shard whose
+/// values are not `width` wide fails.
+fn read_back_kept(path: &Path, spec: &ShardSpec, width: ValueWidth, stop: &AtomicBool) -> Result<Stats, PublishError> {
     let shard = ShardFile::open(path)?;
+    let found = shard.header().width;
+    if found != width {
+        return Err(PublishError::OtherWidth { found: found.bytes(), expected: width.bytes() });
+    }
     (0..shard.block_count())
         .into_par_iter()
         .map(|block| {
@@ -176,26 +280,28 @@ fn read_back_kept(path: &Path, spec: &ShardSpec, stop: &AtomicBool) -> Result<St
                 Some((_, context)) => shard.read_values(block, context)?,
                 None => shard.read_block(block)?,
             };
-            Ok(Stats::of_values(&values))
+            // Blocks hold whole words: BLOCK_BYTES is even.
+            Ok(Stats::of_width(width, &values))
         })
         .try_reduce(Stats::default, |a, b| Ok(Stats::merge(a, b)))
 }
 
-/// If `out` kept `material`'s shard, reads it back ([`read_back_kept`]):
+/// If `out` kept `finished`'s shard, reads it back ([`read_back_kept`]):
 /// Some(Ok(statistics)) if it passed, Some(Err(why)) if it failed, and
 /// then it is removed, for the caller to write anew. None if none was
 /// kept. [`PublishError::Stopped`] passes through.
 fn check_kept(
-    material: Material,
+    finished: &impl MaterialValues,
     out: &OutputDir,
     spec: &ShardSpec,
     stop: &AtomicBool,
 ) -> Result<Option<Result<Stats, String>>, PublishError> {
+    let material = finished.material();
     if !is_kept(material, out, spec) {
         return Ok(None);
     }
     let path = ShardWriter::path(material, out, spec);
-    match read_back_kept(&path, spec, stop) {
+    match read_back_kept(&path, spec, finished.width(), stop) {
         Ok(stats) => Ok(Some(Ok(stats))),
         Err(PublishError::Stopped) => Err(PublishError::Stopped),
         Err(damaged) => match std::fs::remove_file(&path) {
@@ -213,22 +319,24 @@ fn check_kept(
 /// values and as much of blocks waiting to be compressed; without, the
 /// defaults (64 MiB unpacked, a few blocks per worker).
 pub fn write_shard(
-    finished: &FinishedMaterial,
+    finished: &impl MaterialValues,
     out: &OutputDir,
     spec: &ShardSpec,
     batch_bytes: Option<usize>,
 ) -> Result<(Stats, Published), PublishError> {
-    let published = match check_kept(finished.material(), out, spec, &AtomicBool::new(false))? {
+    refuse_words_compressed(finished, out, spec)?;
+    let published = match check_kept(finished, out, spec, &AtomicBool::new(false))? {
         Some(Ok(stats)) => return Ok((stats, Published::Kept)),
         Some(Err(why)) => Published::Replaced(why),
         None => Published::Written,
     };
     let batch = batch_bytes.unwrap_or(solver::UNPACK_BATCH_BYTES_DEFAULT);
     let batch_blocks = batch_bytes.map(|b| b / BLOCK_BYTES as usize);
-    let mut writer = ShardWriter::create(finished.material(), out, spec, batch_blocks)?;
+    let mut writer = ShardWriter::create(finished, out, spec, batch_blocks)?;
     let mut stats = Stats::default();
+    // Chunks are whole groups of layouts: whole words.
     finished.for_each_chunk(batch, |chunk| {
-        stats = Stats::merge(stats, Stats::of_values(chunk));
+        stats = Stats::merge(stats, Stats::of_width(finished.width(), chunk));
         writer.write_values(chunk)
     })?;
     writer.finish()?;
@@ -242,35 +350,52 @@ pub fn write_shard(
 /// writer removes it when dropped), for the caller to create anew; one it
 /// could not create is left alone (it may be someone else's).
 fn write_shard_by_blocks(
-    finished: &FinishedMaterial,
+    finished: &impl MaterialValues,
     out: &OutputDir,
     spec: &ShardSpec,
     stop: &AtomicBool,
 ) -> Result<(Stats, Published), PublishError> {
-    let published = match check_kept(finished.material(), out, spec, stop)? {
+    refuse_words_compressed(finished, out, spec)?;
+    let published = match check_kept(finished, out, spec, stop)? {
         Some(Ok(stats)) => return Ok((stats, Published::Kept)),
         Some(Err(why)) => Published::Replaced(why),
         None => Published::Written,
     };
-    let mut writer = ShardWriter::create(finished.material(), out, spec, Some(1))?;
+    let mut writer = ShardWriter::create(finished, out, spec, Some(1))?;
     let mut stats = Stats::default();
     // Pieces of a block are the shard's blocks: the compressed writer
-    // takes each where it lies, without copying it.
+    // takes each where it lies, without copying it. Blocks hold whole
+    // words: BLOCK_BYTES is even.
     finished.for_each_piece(BLOCK_BYTES as usize, |piece| {
         if stop.load(Ordering::Relaxed) {
             return Err(PublishError::Stopped);
         }
-        stats = Stats::merge(stats, Stats::of_values(piece));
+        stats = Stats::merge(stats, Stats::of_width(finished.width(), piece));
         writer.write_values(piece)
     })?;
     writer.finish()?;
     Ok((stats, published))
 }
 
+/// Refuses to compress a material of value words (`compress` packs
+/// bytes), before anything of its shard is read, removed or created. The
+/// error names the shard that was not written.
+fn refuse_words_compressed(
+    finished: &impl MaterialValues,
+    out: &OutputDir,
+    spec: &ShardSpec,
+) -> Result<(), StoreError> {
+    if spec.compress.is_some() && finished.width() != ValueWidth::Byte {
+        let path = ShardWriter::path(finished.material(), out, spec);
+        return Err(StoreError::Format { path, cause: crate::compress::words_refused() });
+    }
+    Ok(())
+}
+
 /// [`write_shard_by_blocks`], or None if `stop` was set before the shard
 /// was whole (and it was removed).
 fn write_shard_unless_stopped(
-    finished: &FinishedMaterial,
+    finished: &impl MaterialValues,
     out: &OutputDir,
     spec: &ShardSpec,
     stop: &AtomicBool,
@@ -302,19 +427,22 @@ impl<'c> ShardWriter<'c> {
         out.path_for(&ShardWriter::name(material, spec))
     }
 
-    /// Creates `material`'s shard in `out`; a compressed one compresses
-    /// `batch_blocks` blocks at a time (at least one; None: its default).
+    /// Creates `finished`'s shard in `out`, of its values' width; a
+    /// compressed one compresses `batch_blocks` blocks at a time (at least
+    /// one; None: its default).
     fn create(
-        material: Material,
+        finished: &impl MaterialValues,
         out: &OutputDir,
         spec: &ShardSpec<'c>,
         batch_blocks: Option<usize>,
     ) -> Result<ShardWriter<'c>, StoreError> {
+        let (material, width) = (finished.material(), finished.width());
         out.clear_discarded(&ShardWriter::name(material, spec))?;
         Ok(match spec.compress {
             Some((level, context)) => {
                 let path = ShardWriter::path(material, out, spec);
-                let header = ShardHeader::for_material(&spec.rules, spec.max_per_side, material)
+                // Value words are refused by the writer, before it creates the file.
+                let header = ShardHeader::for_material(&spec.rules, spec.max_per_side, material, width)
                     .map_err(|cause| StoreError::Format { path: path.clone(), cause })?;
                 // Compressed frames carry their own checksums.
                 let header = ShardHeader { block_crcs: Vec::new(), ..header };
@@ -326,7 +454,7 @@ impl<'c> ShardWriter<'c> {
             }
             None => {
                 let path = ShardWriter::path(material, out, spec);
-                ShardWriter::Raw(RawShardWriter::create(&path, &spec.rules, spec.max_per_side, material)?)
+                ShardWriter::Raw(RawShardWriter::create(&path, &spec.rules, spec.max_per_side, material, width)?)
             }
         })
     }
@@ -800,6 +928,83 @@ mod tests {
         }
         fresh.finish().unwrap();
         assert_eq!(files(&target), files(&tmp.path().join("fresh")));
+    }
+
+    fn names(dir: &std::path::Path) -> Vec<String> {
+        let mut names: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
+    }
+
+    /// Materials of value words (a 4-men table solved in bytes, widened, as
+    /// the solver finishes a table too deep for bytes): their raw shards
+    /// are those `store` saves (format version 2), with the byte table's
+    /// statistics, written at once or block by block; compressed ones are
+    /// refused before anything is created, beside byte materials that
+    /// compress.
+    #[test]
+    fn materials_of_words_are_published_raw_and_refused_compressed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rules = Rules::default();
+        let table = Table::generate(&rules, 2).unwrap();
+        let wide = table.widened();
+        store::save(&wide, &tmp.path().join("saved")).unwrap();
+        let raw = ShardSpec { rules, max_per_side: 2, compress: None };
+        let out = OutputDir::prepare(&tmp.path().join("out")).unwrap();
+        for (solved, bytes) in wide.materials().iter().zip(table.materials()) {
+            let (stats, how) = if solved.index.material == Material::new(2, 2) {
+                write_shard_unless_stopped(solved, &out, &raw, &AtomicBool::new(false)).unwrap().unwrap()
+            } else {
+                write_shard(solved, &out, &raw, Some(1 << 20)).unwrap()
+            };
+            assert_eq!((stats, how), (Stats::of_values(&bytes.values), Published::Written));
+        }
+        out.finish().unwrap();
+        assert_eq!(files(&tmp.path().join("out")), files(&tmp.path().join("saved")));
+
+        let context = shard::Context::new(rules, 2);
+        let compressed = ShardSpec { compress: Some((1, &context)), ..raw };
+        let out = OutputDir::prepare_resumable(&tmp.path().join("z"), false).unwrap();
+        write_shard(&table.materials()[0], &out, &compressed, None).unwrap();
+        for solved in wide.materials() {
+            let error = write_shard(solved, &out, &compressed, None).unwrap_err();
+            assert!(error.refused_words(), "{error}");
+            let message = error.to_string();
+            assert!(message.contains("compressing tables with two-byte values (format version 2)"), "{message}");
+            let error = write_shard_unless_stopped(solved, &out, &compressed, &AtomicBool::new(false)).unwrap_err();
+            assert!(error.refused_words(), "{error}");
+        }
+        assert_eq!(names(out.partial()), ["1v1.onitbz"], "nothing of the refused shards");
+        // What `generate` does then: a resumable output goes too.
+        out.abandon().unwrap();
+        assert_eq!(names(tmp.path()), ["out", "saved"]);
+    }
+
+    /// A shard adopted from an interrupted run whose values are not as wide
+    /// as the finished material's is written again.
+    #[test]
+    fn a_kept_shard_of_another_width_is_written_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rules = Rules::default();
+        let table = Table::generate(&rules, 1).unwrap();
+        let spec = ShardSpec { rules, max_per_side: 1, compress: None };
+        let target = tmp.path().join("t");
+        let interrupted = OutputDir::prepare_resumable(&target, false).unwrap();
+        write_shard(&table.materials()[0], &interrupted, &spec, None).unwrap();
+        let partial = interrupted.partial().to_path_buf();
+        drop(interrupted);
+        std::fs::rename(&partial, tmp.path().join(format!(".t.partial-{}", u32::MAX))).unwrap();
+        let mut out = OutputDir::prepare_resumable(&target, true).unwrap();
+        assert!(check_adopted(&mut out, &spec).is_empty(), "the width is not known before the solve");
+        let wide = table.materials()[0].widened();
+        let (stats, how) = write_shard(&wide, &out, &spec, None).unwrap();
+        assert_eq!(stats, Stats::of_values(&table.materials()[0].values));
+        let Published::Replaced(why) = how else { panic!("{how:?}") };
+        assert!(why.contains("1 byte(s) per state, the finished material's 2"), "{why}");
+        out.finish().unwrap();
+        store::save(&table.widened(), &tmp.path().join("saved")).unwrap();
+        assert_eq!(files(&target), files(&tmp.path().join("saved")));
     }
 
     /// A writer dropped unfinished (the solve failed) stops, and the scope

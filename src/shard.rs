@@ -299,7 +299,9 @@ impl TableFiles {
             }
             let mut stats = Stats::default();
             for block in 0..shard.block_count() {
-                stats = Stats::merge(stats, Stats::of_values(&shard.read_values(block, &context)?));
+                // Blocks hold whole words: BLOCK_BYTES is even.
+                let values = shard.read_values(block, &context)?;
+                stats = Stats::merge(stats, Stats::of_width(shard.header.width, &values));
             }
             per.push((shard.material(), stats));
         }
@@ -321,7 +323,8 @@ impl TableFiles {
             for block in 0..shard.block_count() {
                 values.extend_from_slice(&shard.read_values(block, &context)?);
             }
-            solved.push(SolvedMaterial { index: MaterialIndex::new(shard.material()), values });
+            let index = MaterialIndex::new(shard.material());
+            solved.push(SolvedMaterial { index, values, width: shard.header.width });
         }
         Ok(Table::new(self.rules, self.max_per_side, solved))
     }

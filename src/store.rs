@@ -1,7 +1,8 @@
 //! Tables on disk: a directory holding one raw shard per material.
 //!
 //! Owns the directory layout, all-or-nothing saving and checked loading; the
-//! bytes inside a shard are `format`'s business. Knows nothing of solving
+//! bytes inside a shard are `format`'s business (value bytes or, for tables
+//! too deep for bytes, value words: format version 2). Knows nothing of solving
 //! and never changes the index or the value encoding.
 //!
 //! Saving writes every shard into a hidden sibling `.<name>.partial-<pid>`,
@@ -22,6 +23,7 @@ use crate::format::{BLOCK_BYTES, FormatError, ShardHeader, header_len};
 use crate::index::Material;
 use crate::rules::{MAX_PIECES_PER_SIDE, Rules};
 use crate::table::{SolvedMaterial, Table};
+use crate::value::ValueWidth;
 
 use std::fs::{self, File};
 use std::io;
@@ -224,6 +226,15 @@ impl OutputDir {
         self.finish()
     }
 
+    /// Removes the partial directory and everything in it, even that of a
+    /// run that could be resumed: for a run that no resume can finish
+    /// either.
+    pub fn abandon(mut self) -> Result<(), StoreError> {
+        // Nothing left for `drop` to do.
+        self.committed = true;
+        fs::remove_dir_all(&self.partial).map_err(io_error("remove the unfinished output", &self.partial))
+    }
+
     /// Syncs the files written under [`OutputDir::path_for`] (each writer
     /// syncs its own file) and moves the directory into place.
     pub fn finish(mut self) -> Result<(), StoreError> {
@@ -340,7 +351,8 @@ fn check_target(dir: &Path) -> Result<(), StoreError> {
 }
 
 fn write_shard(table: &Table, solved: &SolvedMaterial, path: &Path) -> Result<(), StoreError> {
-    let mut writer = RawShardWriter::create(path, table.rules(), table.max_per_side(), solved.index.material)?;
+    let (rules, max_per_side, material) = (table.rules(), table.max_per_side(), solved.index.material);
+    let mut writer = RawShardWriter::create(path, rules, max_per_side, material, solved.width)?;
     writer.write_values(&solved.values)?;
     writer.finish()
 }
@@ -389,9 +401,16 @@ impl std::fmt::Debug for RawShardWriter {
 
 impl RawShardWriter {
     /// Creates `path` (which must not exist) for the shard of `material` in a
-    /// table of up to `max_per_side` pieces per side.
-    pub fn create(path: &Path, rules: &Rules, max_per_side: usize, material: Material) -> Result<Self, StoreError> {
-        let header = ShardHeader::for_material(rules, max_per_side, material)
+    /// table of up to `max_per_side` pieces per side, whose values are
+    /// `width` wide (words are written as their little-endian bytes).
+    pub fn create(
+        path: &Path,
+        rules: &Rules,
+        max_per_side: usize,
+        material: Material,
+        width: ValueWidth,
+    ) -> Result<Self, StoreError> {
+        let header = ShardHeader::for_material(rules, max_per_side, material, width)
             .map_err(|cause| StoreError::Format { path: path.to_path_buf(), cause })?;
         let header_bytes = header_len(header.block_count());
         let mut out =
@@ -459,7 +478,7 @@ mod tests {
             .map(|m| {
                 let index = MaterialIndex::new(m);
                 let values = (0..index.layouts() * CARD_STATES as u64).map(|i| (i % 200) as u8 + 1).collect();
-                SolvedMaterial { index, values }
+                SolvedMaterial { index, values, width: ValueWidth::Byte }
             })
             .collect();
         Table::new(rules, max_per_side, materials)
@@ -608,11 +627,16 @@ mod tests {
         let material = Material::new(2, 2);
         let index = MaterialIndex::new(material);
         let values: Vec<u8> = (0..index.layouts() * CARD_STATES as u64).map(|i| (i * 13 % 255) as u8 + 1).collect();
-        let expected = crate::format::encode(&rules, 2, &SolvedMaterial { index, values: values.clone() }).unwrap();
+        let expected = crate::format::encode(
+            &rules,
+            2,
+            &SolvedMaterial { index, values: values.clone(), width: ValueWidth::Byte },
+        )
+        .unwrap();
         let block = BLOCK_BYTES as usize;
         for (case, cuts) in [vec![], vec![1, 7, block - 8, block, block + 1, 2 * block + 5]].into_iter().enumerate() {
             let path = tmp.path().join(format!("{case}.onitb"));
-            let mut writer = RawShardWriter::create(&path, &rules, 2, material).unwrap();
+            let mut writer = RawShardWriter::create(&path, &rules, 2, material, ValueWidth::Byte).unwrap();
             let mut from = 0;
             for &cut in cuts.iter().chain([&values.len()]) {
                 writer.write_values(&values[from..cut]).unwrap();
@@ -622,13 +646,18 @@ mod tests {
             assert!(fs::read(&path).unwrap() == expected, "chunks {cuts:?}");
         }
         // Too many or too few bytes are refused.
-        let mut writer = RawShardWriter::create(&tmp.path().join("long.onitb"), &rules, 2, material).unwrap();
+        let mut writer =
+            RawShardWriter::create(&tmp.path().join("long.onitb"), &rules, 2, material, ValueWidth::Byte).unwrap();
         writer.write_values(&values).unwrap();
         assert!(writer.write_values(&[1]).is_err());
-        let mut writer = RawShardWriter::create(&tmp.path().join("short.onitb"), &rules, 2, material).unwrap();
+        let mut writer =
+            RawShardWriter::create(&tmp.path().join("short.onitb"), &rules, 2, material, ValueWidth::Byte).unwrap();
         writer.write_values(&values[1..]).unwrap();
         assert!(matches!(writer.finish(), Err(StoreError::Format { cause: FormatError::ValuesLength { .. }, .. })));
-        assert!(RawShardWriter::create(&tmp.path().join("0.onitb"), &rules, 2, material).is_err(), "exists");
+        assert!(
+            RawShardWriter::create(&tmp.path().join("0.onitb"), &rules, 2, material, ValueWidth::Byte).is_err(),
+            "exists"
+        );
     }
 
     /// A shard whose writer was dropped before `finish`, early or late, is
@@ -643,7 +672,8 @@ mod tests {
         assert_eq!(solved.index.material, Material::new(2, 2));
         for taken in [100, solved.values.len() / 2, solved.values.len()] {
             let path = tmp.path().join(format!("{taken}.onitb"));
-            let mut writer = RawShardWriter::create(&path, table.rules(), 2, solved.index.material).unwrap();
+            let mut writer =
+                RawShardWriter::create(&path, table.rules(), 2, solved.index.material, ValueWidth::Byte).unwrap();
             writer.write_values(&solved.values[..taken]).unwrap();
             // As a killed run leaves it (dropped, the writer removes it),
             // then given the shard's name.
@@ -652,6 +682,68 @@ mod tests {
             let err = load_error(&dir);
             assert!(err.contains("2v2.onitb"), "{taken} bytes: {err}");
         }
+    }
+
+    /// A table of word values (a 4-men table solved in bytes, widened) is
+    /// saved as version-2 shards and loads back the same, words and all;
+    /// statistics read from the files are the byte table's, and a flipped
+    /// value byte is damage.
+    #[test]
+    fn word_tables_round_trip() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("t");
+        let table = Table::generate(&Rules::default(), 2).unwrap();
+        let wide = table.widened();
+        save(&wide, &dir).unwrap();
+        let back = load(&dir).unwrap();
+        for (a, b) in back.materials().iter().zip(wide.materials()) {
+            assert_eq!((a.index.material, a.width), (b.index.material, ValueWidth::Word));
+            assert!(a.values == b.values, "{}", a.index.material);
+        }
+        let files = crate::shard::TableFiles::open(&dir).unwrap();
+        for shard in &files.shards {
+            assert_eq!((shard.header().width, shard.header().version()), (ValueWidth::Word, 2));
+            let bytes = fs::read(shard.path()).unwrap();
+            assert_eq!(&bytes[8..10], &[2, 0], "{}", shard.path().display());
+        }
+        assert_eq!(files.stats().unwrap(), table.stats());
+        // One byte of a word flipped.
+        let shard = dir.join("2v2.onitb");
+        let mut bytes = fs::read(&shard).unwrap();
+        let at = bytes.len() - 7;
+        bytes[at] ^= 0x80;
+        fs::write(&shard, &bytes).unwrap();
+        let err = load_error(&dir);
+        assert!(err.contains("2v2.onitb") && err.contains("damaged"), "{err}");
+    }
+
+    /// Materials of one table may differ in width: only those too deep for
+    /// bytes need words.
+    #[test]
+    fn a_table_may_mix_byte_and_word_materials() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("t");
+        let table = Table::generate(&Rules::default(), 2).unwrap();
+        let mixed: Vec<SolvedMaterial> = table
+            .materials()
+            .iter()
+            .map(|m| {
+                if m.index.material == Material::new(2, 2) {
+                    m.widened()
+                } else {
+                    SolvedMaterial {
+                        index: MaterialIndex::new(m.index.material),
+                        values: m.values.clone(),
+                        width: m.width,
+                    }
+                }
+            })
+            .collect();
+        save(&Table::new(*table.rules(), 2, mixed), &dir).unwrap();
+        let back = load(&dir).unwrap();
+        let widths: Vec<ValueWidth> = back.materials().iter().map(|m| m.width).collect();
+        assert_eq!(widths, [ValueWidth::Byte, ValueWidth::Byte, ValueWidth::Byte, ValueWidth::Word]);
+        assert_eq!(back.stats(), table.stats());
     }
 
     #[test]

@@ -1,18 +1,38 @@
-//! A solved table in memory: value bytes per material, lookups, statistics.
+//! A solved table in memory: values per material, lookups, statistics.
 //!
 //! Owns the in-memory shape of a finished table; knows nothing of how it was
 //! solved or how it is stored on disk.
 
 use crate::index::{Layout, Material, MaterialIndex};
 use crate::rules::{CARD_STATES, Position, Rules};
-use crate::value::{DRAW, NO_VALUE, Value};
+use crate::value::{DRAW, NO_VALUE, Value, ValueWidth};
 use rayon::prelude::*;
 use serde::Serialize;
 
-/// Value bytes of one material: `values[layout * 30 + card_state]`.
+/// Values of one material: the value of state `layout * 30 + card_state`
+/// is its byte, or its little-endian word (`value::word_at`), as `width`
+/// says; `values` is `layouts * 30 * width.bytes()` bytes.
 pub struct SolvedMaterial {
     pub index: MaterialIndex,
     pub values: Vec<u8>,
+    pub width: ValueWidth,
+}
+
+impl SolvedMaterial {
+    /// The value of state `state` (`layout * 30 + card_state`), `None` for
+    /// no value.
+    pub fn value_at(&self, state: usize) -> Option<Value> {
+        self.width.value_at(&self.values, state)
+    }
+
+    /// The same values as words (a copy if they are words already).
+    pub fn widened(&self) -> SolvedMaterial {
+        let values = match self.width {
+            ValueWidth::Byte => self.values.iter().flat_map(|&byte| crate::value::widen(byte).to_le_bytes()).collect(),
+            ValueWidth::Word => self.values.clone(),
+        };
+        SolvedMaterial { index: MaterialIndex::new(self.index.material), values, width: ValueWidth::Word }
+    }
 }
 
 /// Every material with 1..=`max_per_side` pieces per side.
@@ -138,6 +158,48 @@ impl Stats {
         values.par_chunks(STATS_CHUNK_BYTES).map(ByteClasses::stats_of).reduce(Stats::default, Stats::merge)
     }
 
+    /// Counts a slice of values stored at `width`: [`Stats::of_values`] for
+    /// bytes, [`Stats::of_words`] for words.
+    pub fn of_width(width: ValueWidth, values: &[u8]) -> Stats {
+        match width {
+            ValueWidth::Byte => Stats::of_values(values),
+            ValueWidth::Word => Stats::of_words(values),
+        }
+    }
+
+    /// Counts a slice of little-endian value words (an odd last byte, which
+    /// no whole word holds, is not counted). Word tables are rare (a few
+    /// card sets), so each word is decoded plainly, a chunk per task.
+    pub fn of_words(values: &[u8]) -> Stats {
+        values.par_chunks(STATS_CHUNK_BYTES).map(Stats::of_words_plainly).reduce(Stats::default, Stats::merge)
+    }
+
+    fn of_words_plainly(values: &[u8]) -> Stats {
+        let mut stats = Stats::default();
+        let words = values.chunks_exact(2).map(|w| u16::from_le_bytes([w[0], w[1]]));
+        for value in words.filter_map(Value::from_word) {
+            stats.count(value);
+        }
+        stats
+    }
+
+    /// Adds one state of value `value`.
+    fn count(&mut self, value: Value) {
+        self.states += 1;
+        match value {
+            Value::Win(plies) => {
+                self.wins += 1;
+                self.win_in_1 += (plies == 1) as u64;
+                self.longest_win_plies = self.longest_win_plies.max(plies);
+            }
+            Value::Loss(plies) => {
+                self.losses += 1;
+                self.longest_loss_plies = self.longest_loss_plies.max(plies);
+            }
+            Value::Draw => self.draws += 1,
+        }
+    }
+
     pub fn merge(a: Stats, b: Stats) -> Stats {
         Stats {
             states: a.states + b.states,
@@ -164,7 +226,7 @@ impl Table {
         let got: Vec<Material> = materials.iter().map(|m| m.index.material).collect();
         assert_eq!(got, expected, "a table holds every material up to its size");
         for m in &materials {
-            assert_eq!(m.values.len() as u64, m.index.layouts() * CARD_STATES as u64);
+            assert_eq!(m.values.len() as u64, m.index.layouts() * (CARD_STATES * m.width.bytes()) as u64);
         }
         Table { rules, max_per_side, materials }
     }
@@ -204,14 +266,22 @@ impl Table {
             mover_master: position.mover_master,
             opponent_master: position.opponent_master,
         };
-        let at = solved.index.rank(&layout) as usize * CARD_STATES + position.cards.index();
-        Value::from_byte(solved.values[at])
+        let state = solved.index.rank(&layout) as usize * CARD_STATES + position.cards.index();
+        solved.value_at(state)
+    }
+
+    /// The same table with every material's values as words
+    /// (`value::widen`): what the solver makes of a table too deep for
+    /// bytes, for testing what reads word tables against the byte table.
+    pub fn widened(&self) -> Table {
+        let materials = self.materials.iter().map(SolvedMaterial::widened).collect();
+        Table { rules: self.rules, max_per_side: self.max_per_side, materials }
     }
 
     /// Statistics per material and for the whole table.
     pub fn stats(&self) -> (Stats, Vec<(Material, Stats)>) {
         let per: Vec<(Material, Stats)> =
-            self.materials.iter().map(|m| (m.index.material, Stats::of_values(&m.values))).collect();
+            self.materials.iter().map(|m| (m.index.material, Stats::of_width(m.width, &m.values))).collect();
         let total = per.iter().map(|(_, s)| *s).fold(Stats::default(), Stats::merge);
         (total, per)
     }
@@ -272,6 +342,58 @@ mod tests {
             }
             let values: Vec<u8> = (0..len).map(|_| next() as u8).collect();
             assert_eq!(Stats::of_values(&values), stats_by_decoding(&values), "{len} random bytes");
+        }
+    }
+
+    #[test]
+    fn words_count_as_the_bytes_they_widen() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for len in [0, 1, 17, 4096, STATS_CHUNK_BYTES + 3] {
+            let bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            let words: Vec<u8> = bytes.iter().flat_map(|&b| crate::value::widen(b).to_le_bytes()).collect();
+            assert_eq!(Stats::of_width(ValueWidth::Word, &words), Stats::of_values(&bytes), "{len} states");
+            assert_eq!(Stats::of_width(ValueWidth::Byte, &bytes), Stats::of_values(&bytes), "{len} states");
+        }
+        // Deeper than a byte holds.
+        let words: Vec<u8> = [Value::Loss(600), Value::Win(601), Value::Draw, Value::Win(1)]
+            .iter()
+            .flat_map(|v| v.to_word().to_le_bytes())
+            .chain([0, 0])
+            .collect();
+        let expected = Stats {
+            states: 4,
+            win_in_1: 1,
+            wins: 2,
+            losses: 1,
+            draws: 1,
+            longest_win_plies: 601,
+            longest_loss_plies: 600,
+        };
+        assert_eq!(Stats::of_words(&words), expected);
+    }
+
+    /// A table widened to words has the byte table's statistics and values.
+    #[test]
+    fn a_widened_table_answers_as_the_byte_table() {
+        let table = Table::generate(&Rules::default(), 2).unwrap();
+        let wide = table.widened();
+        assert!(wide.materials().iter().all(|m| m.width == ValueWidth::Word));
+        assert_eq!(wide.stats(), table.stats());
+        let wide = Table::new(*wide.rules(), 2, wide.materials);
+        for (bytes, words) in table.materials().iter().zip(wide.materials()) {
+            assert_eq!(words.values.len(), 2 * bytes.values.len());
+            for n in (0..bytes.index.layouts()).step_by(5) {
+                for k in 0..CARD_STATES {
+                    let position = bytes.index.unrank(n).with_cards(crate::rules::CardState::new(k));
+                    assert_eq!(wide.value(&position), table.value(&position));
+                }
+            }
         }
     }
 }

@@ -9,9 +9,13 @@
 //! whole table loaded (successors are spread over whole materials; refused
 //! if it does not fit the memory available), or over a sample of layouts
 //! read through a bounded block cache (`--sample`).
+//!
+//! The checksum pass checks shards of value words (format version 2) as it
+//! checks those of bytes. The deep pass compares value bytes (through
+//! 256-entry tables) and refuses tables with words, before reading any.
 
 use crate::blockio::{ALIGN_BYTES, Buffer, BufferPool};
-use crate::format::BLOCK_BYTES;
+use crate::format::{BLOCK_BYTES, FormatError};
 use crate::index::{Layout, Material, MaterialIndex};
 use crate::notation::{Colour, Setup, to_notation};
 use crate::probe::{ProbeError, Tablebase};
@@ -19,7 +23,7 @@ use crate::rules::{CARD_STATES, CARDS_PER_GAME, CardState, MAX_PIECES_PER_SIDE, 
 use crate::shard::{ShardFile, TableFiles};
 use crate::store::{StoreError, is_shard_name, material_of_name};
 use crate::table::Table;
-use crate::value::{NO_VALUE, Value, negate};
+use crate::value::{NO_VALUE, Value, ValueWidth, negate};
 use rayon::prelude::*;
 use std::fmt;
 use std::fs;
@@ -249,6 +253,20 @@ impl fmt::Display for Inconsistency {
     }
 }
 
+/// What the deep check refuses word tables with.
+const DEEP_CHECK: &str = "the deep check (verify --deep) of";
+
+/// Refuses the deep check of a table whose shards hold words.
+fn deep_checks_bytes(files: &TableFiles) -> Result<(), VerifyError> {
+    match files.shards.iter().find(|s| s.header().width != ValueWidth::Byte) {
+        Some(shard) => {
+            let cause = FormatError::WordValues(DEEP_CHECK);
+            Err(StoreError::Format { path: shard.path().to_path_buf(), cause }.into())
+        }
+        None => Ok(()),
+    }
+}
+
 /// What the deep check can fail with, besides finding a wrong value.
 #[derive(Debug, Error)]
 pub enum VerifyError {
@@ -256,6 +274,9 @@ pub enum VerifyError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Probe(#[from] ProbeError),
+    /// A table in memory with value words ([`check_table`]).
+    #[error("material {material}: {}", FormatError::WordValues(DEEP_CHECK))]
+    Words { material: Material },
     #[error(
         "the deep check of every value holds the whole table in memory, {} GiB, but only {} GiB is available; \
          check a sample of it instead (--sample N), which reads blocks through a cache of {} MiB",
@@ -277,10 +298,11 @@ fn gib(bytes: u64) -> String {
 /// ([`VerifyError::TooBig`]; [`verify_deep_sample`] checks such a table).
 pub fn verify_deep(dir: &Path, progress: &(dyn Fn(Material) + Sync)) -> Result<Option<Inconsistency>, VerifyError> {
     let files = TableFiles::open(dir)?;
+    deep_checks_bytes(&files)?;
     let needed_bytes = files.shards.iter().map(|s| s.header().values_len()).sum();
     fits_in_memory(needed_bytes, crate::blockio::available_memory_bytes())?;
     let table = files.load()?;
-    Ok(check_table(&table, progress))
+    check_table(&table, progress)
 }
 
 /// Refuses a load of `needed_bytes` when less is available (unknown:
@@ -294,8 +316,12 @@ fn fits_in_memory(needed_bytes: u64, available_bytes: Option<u64>) -> Result<(),
     }
 }
 
-/// The deep check of a table in memory.
-pub fn check_table(table: &Table, progress: &(dyn Fn(Material) + Sync)) -> Option<Inconsistency> {
+/// The deep check of a table in memory: the first inconsistency. Refuses
+/// a table with value words ([`VerifyError::Words`]) before checking any.
+pub fn check_table(table: &Table, progress: &(dyn Fn(Material) + Sync)) -> Result<Option<Inconsistency>, VerifyError> {
+    if let Some(wide) = table.materials().iter().find(|m| m.width != ValueWidth::Byte) {
+        return Err(VerifyError::Words { material: wide.index.material });
+    }
     let source = TableValues::new(table);
     for (slot, solved) in table.materials().iter().enumerate() {
         progress(solved.index.material);
@@ -309,10 +335,10 @@ pub fn check_table(table: &Table, progress: &(dyn Fn(Material) + Sync)) -> Optio
             })
         });
         if found.is_some() {
-            return found;
+            return Ok(found);
         }
     }
-    None
+    Ok(None)
 }
 
 /// How many layouts [`verify_deep_sample`] checks, and which.
@@ -532,6 +558,7 @@ struct ShardValues {
 
 impl ShardValues {
     fn open(dir: &Path) -> Result<ShardValues, VerifyError> {
+        deep_checks_bytes(&TableFiles::open(dir)?)?;
         let tablebase = Tablebase::with_cache(dir, SAMPLE_CACHE_BLOCKS)?;
         let mut materials = Material::all_up_to(tablebase.max_per_side());
         materials.sort();

@@ -28,7 +28,7 @@ fn altered(table: &Table, change: impl Fn(Material, &mut Vec<u8>)) -> Table {
         .map(|m| {
             let mut values = m.values.clone();
             change(m.index.material, &mut values);
-            SolvedMaterial { index: MaterialIndex::new(m.index.material), values }
+            SolvedMaterial { index: MaterialIndex::new(m.index.material), values, width: m.width }
         })
         .collect();
     Table::new(*table.rules(), table.max_per_side(), materials)
@@ -191,7 +191,7 @@ fn the_deep_check_passes_good_tables_and_finds_one_changed_value() {
             values[at] = Value::Loss(6).to_byte();
         }
     });
-    let found = verify::check_table(&wrong, &|_| {}).expect("the changed value is found");
+    let found = verify::check_table(&wrong, &|_| {}).unwrap().expect("the changed value is found");
     assert_eq!(found.material, target);
     let message = found.to_string();
     assert!(message.contains("the table says") && message.contains("successors give"), "{message}");
@@ -270,4 +270,65 @@ fn compressing_refuses_a_table_that_contradicts_the_rules() {
             .to_string();
     assert!(error.contains("2v1") && error.contains("winning move"), "{error}");
     assert!(!tmp.path().join("z").exists());
+}
+
+/// The 4-men table widened to value words (as the solver writes a table
+/// too deep for bytes), saved: every position probes as in the byte table,
+/// the checksum pass accepts it and names a damaged block, and what reads
+/// value bytes refuses it with a typed error instead of a wrong answer.
+#[test]
+fn a_word_table_probes_and_verifies_as_the_byte_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("words");
+    let bytes_dir = tmp.path().join("bytes");
+    let table = four_men();
+    store::save(table, &bytes_dir).unwrap();
+    let wide = table.widened();
+    store::save(&wide, &dir).unwrap();
+    let tablebase = Tablebase::with_cache(&dir, 2).unwrap();
+    for solved in table.materials() {
+        let index = &solved.index;
+        (0..index.layouts()).into_par_iter().for_each(|n| {
+            let layout = index.unrank(n);
+            for k in 0..CARD_STATES {
+                let p = position(&layout, k);
+                match table.value(&p) {
+                    Some(value) => assert_eq!(tablebase.probe(&p).unwrap(), value, "{} {n} {k}", index.material),
+                    None => assert!(matches!(tablebase.probe(&p), Err(ProbeError::GameOver))),
+                }
+                assert_eq!(wide.value(&p), table.value(&p));
+            }
+        });
+    }
+    let index = MaterialIndex::new(Material::new(2, 2));
+    let p = position(&index.unrank(4321), 7);
+    let moves = |t: &Tablebase| t.probe_moves(&p).unwrap().iter().map(|m| m.value).collect::<Vec<_>>();
+    assert_eq!(moves(&tablebase), moves(&Tablebase::open(&bytes_dir).unwrap()));
+
+    // What reads bytes refuses words.
+    let refused = "tables with two-byte values (format version 2) is not supported yet";
+    let error = tablebase.layout_bytes(Material::new(2, 2), 0).unwrap_err().to_string();
+    assert!(error.contains(refused) && error.contains("2v2.onitb"), "{error}");
+    let error = verify::verify_deep(&dir, &|_| {}).unwrap_err().to_string();
+    assert!(error.contains(refused) && error.contains("verify --deep"), "{error}");
+    let everything = Sample { layouts: u64::MAX, seed: 0 };
+    let error = verify::verify_deep_sample(&dir, everything, &|_, _| {}).unwrap_err().to_string();
+    assert!(error.contains(refused), "{error}");
+    let error = verify::check_table(&wide, &|_| {}).unwrap_err().to_string();
+    assert!(error.contains(refused) && error.contains("1v1"), "{error}");
+
+    // The checksum pass: every block's bytes, twice as many as the byte table's.
+    let report = verify::verify_paths(&[&dir]);
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    let byte_report = verify::verify_paths(&[&bytes_dir]);
+    assert_eq!((report.shards, report.bytes), (4, 2 * byte_report.bytes));
+    let path = dir.join("2v2.onitb");
+    let good = fs::read(&path).unwrap();
+    let shard = onitb::shard::ShardFile::open(&path).unwrap();
+    let last = shard.block_count() - 1;
+    let (offset, len) = shard.stored_range(last);
+    let mut bad = good.clone();
+    bad[(offset + len / 2) as usize] ^= 0x10;
+    fs::write(&path, &bad).unwrap();
+    assert_eq!(damaged_blocks(&path), vec![last]);
 }

@@ -616,7 +616,7 @@ impl FinishedMaterial {
             values.extend_from_slice(chunk);
             Ok::<_, SolveError>(())
         })?;
-        Ok(SolvedMaterial { index: self.index, values })
+        Ok(SolvedMaterial { index: self.index, values, width: self.width })
     }
 }
 
