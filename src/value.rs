@@ -146,6 +146,18 @@ pub const fn widen(byte: u8) -> u16 {
     }
 }
 
+/// The value byte of the value that `word` encodes, `None` if no byte
+/// holds it (the inverse of [`widen`]).
+#[inline]
+pub const fn narrow(word: u16) -> Option<u8> {
+    match word {
+        0..=127 => Some(word as u8),
+        DRAW_WORD => Some(DRAW),
+        0xFF81..=0xFFFF => Some((word - 0xFF00) as u8),
+        _ => None,
+    }
+}
+
 /// [`negate`] for value words: the word of a position whose successor (seen
 /// by the opponent) has value word `successor`.
 /// # Panics: on no value, or a win too deep to answer with a loss word.
@@ -341,6 +353,10 @@ mod tests {
         assert_eq!(widen(NO_VALUE), 0);
         for byte in 1..=u8::MAX {
             assert_eq!(Value::from_word(widen(byte)), Value::from_byte(byte), "byte {byte}");
+        }
+        for word in 0..=u16::MAX {
+            let fits = Value::from_word(word).is_none_or(|v| v.plies().is_none_or(|p| p <= MAX_WIN_PLIES));
+            assert_eq!(narrow(word).map(widen), fits.then_some(word), "word {word}");
         }
         let mut bytes = [0u8; 6];
         set_word_at(&mut bytes, 1, 0xABCD);

@@ -184,16 +184,33 @@ fn bad_arguments_are_refused_and_leave_nothing_behind() {
 /// A card set whose 4-men table holds a loss deeper than the value byte's
 /// 252 plies (2v2 goes to 292 in the reference solver; under either rule
 /// the only one of the 4368 at 4 men, as `scripts/survey-depths.sh` found).
-/// Refused, in memory or streamed, with no table left behind rather than a
-/// wrong one.
+/// In memory, 2v2 is solved again in value words: its shard is format
+/// version 2, the others' stay bytes (version 1), and `stats` gives the
+/// depths. With a work directory it is refused, with no table left behind
+/// rather than a wrong one.
 #[test]
-fn a_table_too_deep_for_the_value_byte_is_refused_and_leaves_nothing_behind() {
+fn a_table_too_deep_for_the_value_byte_is_solved_in_words_in_memory_and_refused_streamed() {
     let tmp = tempfile::tempdir().unwrap();
     let cwd = tmp.path();
     let deep = ["generate", "--men", "4", "--cards", "Cobra,Eel,Goose,Mantis,Rooster", "--out", "t", "--quiet"];
-    let stderr = fails(cwd, &deep, "material 2v2 needs a loss deeper than 252 plies");
-    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
-    assert_eq!(entries(cwd), Vec::<String>::new());
+    let loud = succeeds(cwd, &deep[..deep.len() - 1]);
+    let stderr = text(&loud.stderr);
+    assert!(stderr.contains("2v2: needs a loss deeper than 252 plies; solving it again"), "{stderr}");
+    let version = |shard: &str| fs::read(cwd.join("t").join(shard)).unwrap()[8..10].to_vec();
+    assert_eq!(version("2v2.onitb"), [2, 0], "value words");
+    for shard in ["1v1.onitb", "1v2.onitb", "2v1.onitb"] {
+        assert_eq!(version(shard), [1, 0], "{shard}: value bytes");
+    }
+    let stats = stats_json(cwd, "t");
+    let longest_loss = |stats: &Value| counts(stats)[6];
+    assert!(longest_loss(&stats["total"]) > 252, "{stats}");
+    for material in stats["materials"].as_array().unwrap() {
+        let deep = material["material"] == "2v2";
+        assert_eq!(longest_loss(material) > 252, deep, "{material}");
+    }
+    let out = text(&succeeds(cwd, &["verify", "t"]).stdout);
+    assert!(out.contains("checksums ok: 4 shards"), "{out}");
+    fs::remove_dir_all(cwd.join("t")).unwrap();
 
     let streamed = [&deep[..], &["--work", "w", "--mem", "8MiB"]].concat();
     let stderr = fails(cwd, &streamed, "material 2v2 needs a loss deeper than 252 plies");

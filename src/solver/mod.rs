@@ -610,6 +610,33 @@ impl FinishedMaterial {
         }
     }
 
+    /// The material with its values as value bytes if every one fits a
+    /// byte (resident values only).
+    fn narrowed(self) -> FinishedMaterial {
+        let FinishedValues::Resident(words) = &self.values else { return self };
+        if self.width == ValueWidth::Byte {
+            return self;
+        }
+        let layout = LaneLayout::new(&self.index, CARD_STATES as u64);
+        let mut bytes = vec![0u8; layout.total_bytes() as usize];
+        for g in 0..self.index.groups().len() {
+            let (from, to) = (self.values_layout.segment(g), layout.segment(g));
+            let words = &words[from.start as usize..from.end as usize];
+            for (k, byte) in bytes[to.start as usize..to.end as usize].iter_mut().enumerate() {
+                match crate::value::narrow(crate::value::word_at(words, k)) {
+                    Some(narrow) => *byte = narrow,
+                    None => return self,
+                }
+            }
+        }
+        FinishedMaterial {
+            index: self.index,
+            values_layout: layout,
+            values: FinishedValues::Resident(bytes),
+            width: ValueWidth::Byte,
+        }
+    }
+
     fn into_solved(self) -> Result<SolvedMaterial, SolveError> {
         let mut values = Vec::with_capacity(self.index.layouts() as usize * CARD_STATES);
         self.for_each_chunk(UNPACK_BATCH_BYTES_DEFAULT, |chunk| {
@@ -2566,7 +2593,10 @@ pub fn solve_with(
         release_freed_heap();
         progress(Progress::MaterialDone { materials: pair });
     }
-    let materials = solved.into_values().collect();
+    // A run that widened keeps words only where a byte cannot hold the
+    // values: the other materials' shards are what they would be without
+    // the deep ones.
+    let materials = solved.into_values().map(|f| if may_widen { f.narrowed() } else { f }).collect();
     let _work_lock = checkpoint.map(Checkpoint::into_lock);
     Ok(Solved { rules: *rules, max_per_side, materials, io, streamed_pairs, pairs, _work_lock })
 }
@@ -2723,8 +2753,9 @@ mod tests {
     /// (the reference solver; README, "Limits"): a run in memory finds
     /// that a byte cannot hold it, says so, and solves 2v2 again in value
     /// words, the materials before it widened: the table solved in words
-    /// throughout, with or without the mirror's steps. A run with a work
-    /// directory cannot, and says why.
+    /// throughout, with or without the mirror's steps, but with words only
+    /// where bytes do not hold the values. A run with a work directory
+    /// cannot, and says why.
     #[test]
     fn a_table_too_deep_for_bytes_is_solved_in_words() {
         let names = ["Cobra", "Eel", "Goose", "Mantis", "Rooster"];
@@ -2737,16 +2768,22 @@ mod tests {
         };
         let solved = words_of(&solve_with(&rules, 2, &SolveConfig::default(), &progress).unwrap());
         assert_eq!(*widened.lock().unwrap(), [Material::new(2, 2)]);
-        assert!(solved.iter().all(|(_, width, _)| *width == ValueWidth::Word));
+        let words: Vec<Material> =
+            (solved.iter()).filter(|(_, width, _)| *width == ValueWidth::Word).map(|s| s.0).collect();
+        assert_eq!(words, [Material::new(2, 2)]);
         let deepest_loss = |words: &[u16]| {
             words.iter().filter_map(|&w| Value::from_word(w)).filter(|v| v.is_loss()).filter_map(Value::plies).max()
         };
         let (_, _, two_two) = solved.iter().find(|(m, _, _)| *m == Material::new(2, 2)).unwrap();
         assert!(deepest_loss(two_two).unwrap() > MAX_LOSS_PLIES, "{:?}", deepest_loss(two_two));
 
+        let values = |all: Vec<(Material, ValueWidth, Vec<u16>)>| -> Vec<(Material, Vec<u16>)> {
+            all.into_iter().map(|(m, _, words)| (m, words)).collect()
+        };
+        let solved = values(solved);
         for mirror in [true, false] {
             let words = SolveConfig { mirror, value_width: Some(ValueWidth::Word), ..SolveConfig::default() };
-            assert!(words_of(&solve_with(&rules, 2, &words, &|_| {}).unwrap()) == solved, "mirror {mirror}");
+            assert!(values(words_of(&solve_with(&rules, 2, &words, &|_| {}).unwrap())) == solved, "mirror {mirror}");
         }
 
         let dir = tempfile::tempdir().unwrap();
