@@ -6,10 +6,12 @@
 # RULE, two tables at a time with one worker thread each, and appends one
 # line per set to OUT:
 #   cards <tab> rule <tab> longest win plies <tab> longest loss plies
-# or, for a table the value byte cannot hold (a loss deeper than 252 plies,
-# src/value.rs), `too deep` and the solver's message in place of the plies.
-# Sets already in OUT are skipped, so an interrupted survey goes on where it
-# stopped. Ends with the ten deepest sets that fit, then those refused.
+# Tables deeper than a value byte holds (a loss past 252 plies, src/value.rs)
+# are made with two-byte values, in memory, and listed like the others (up to
+# session 63 they were refused: such lines read `too deep` and the solver's
+# message in place of the plies). Sets already in OUT are skipped, so an
+# interrupted survey goes on where it stopped. Ends with the ten deepest sets,
+# then any refused.
 # On a 2-core machine: every set at 4 men in 28 min; at 6 men, about 2.5
 # min a set (the twelve deepest in 28 min).
 #

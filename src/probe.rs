@@ -6,7 +6,8 @@
 //! block that holds the position. Values a compressed shard does not store
 //! (wins in one ply) are recomputed from the rules. Shards of value words
 //! (format version 2, raw only) are probed as those of bytes; only
-//! [`Tablebase::layout_bytes`], which hands out bytes, refuses them.
+//! [`Tablebase::layout_bytes`], which hands out bytes, refuses them
+//! ([`Tablebase::layout_words`] reads either width).
 
 use crate::format::{Content, FormatError};
 use crate::index::{Layout, Material, MaterialIndex};
@@ -147,31 +148,49 @@ impl Tablebase {
     /// `material`, as the table holds them (a compressed shard's recomputed
     /// values included; a game-over layout's are 0), in card-state order.
     /// For checking tables; [`Tablebase::probe`] is the way to ask for a
-    /// position's value. Refuses a shard of value words (the deep check
-    /// does not read words yet).
+    /// position's value. Refuses a shard of value words
+    /// ([`Tablebase::layout_words`] reads those).
     pub fn layout_bytes(&self, material: Material, layout: u64) -> Result<[u8; CARD_STATES], ProbeError> {
         let slot = self.slot(material)?;
         let shard = &self.files.shards[slot];
         if shard.header().width != ValueWidth::Byte {
-            let cause = FormatError::WordValues("the deep check (verify --deep) of");
+            let cause = FormatError::WordValues("reading value bytes from");
             return Err(StoreError::Format { path: shard.path().to_path_buf(), cause }.into());
         }
+        let mut bytes = [0u8; CARD_STATES];
+        self.read_layout(slot, material, layout, &mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// [`Tablebase::layout_bytes`] as value words, from a shard of either
+    /// width (bytes widened: `value::widen`).
+    pub fn layout_words(&self, material: Material, layout: u64) -> Result<[u16; CARD_STATES], ProbeError> {
+        let slot = self.slot(material)?;
+        let width = self.files.shards[slot].header().width;
+        let mut bytes = [0u8; 2 * CARD_STATES];
+        let layout_bytes = &mut bytes[..CARD_STATES * width.bytes()];
+        self.read_layout(slot, material, layout, layout_bytes)?;
+        Ok(std::array::from_fn(|k| width.word_at(layout_bytes, k)))
+    }
+
+    /// Reads layout `layout`'s values (`out.len()` bytes of them) from the
+    /// shard in `slot`.
+    fn read_layout(&self, slot: usize, material: Material, layout: u64, out: &mut [u8]) -> Result<(), ProbeError> {
         if layout >= self.context.index(material).layouts() {
             return Err(ProbeError::OutOfRange { material, layout });
         }
         let block_bytes = crate::format::BLOCK_BYTES as u64;
-        let mut bytes = [0u8; CARD_STATES];
-        let mut at = layout * CARD_STATES as u64;
+        let mut at = layout * out.len() as u64;
         let mut filled = 0;
-        // A layout's bytes may straddle two blocks.
-        while filled < CARD_STATES {
+        // A layout's values may straddle two blocks.
+        while filled < out.len() {
             let block = self.block(slot, (at / block_bytes) as usize)?;
             let offset = (at % block_bytes) as usize;
-            let n = (CARD_STATES - filled).min(block.len() - offset);
-            bytes[filled..filled + n].copy_from_slice(&block[offset..offset + n]);
+            let n = (out.len() - filled).min(block.len() - offset);
+            out[filled..filled + n].copy_from_slice(&block[offset..offset + n]);
             (filled, at) = (filled + n, at + n as u64);
         }
-        Ok(bytes)
+        Ok(())
     }
 
     /// Every legal move with its value for the mover, best first. Moves of

@@ -11,11 +11,12 @@
 //! read through a bounded block cache (`--sample`).
 //!
 //! The checksum pass checks shards of value words (format version 2) as it
-//! checks those of bytes. The deep pass compares value bytes (through
-//! 256-entry tables) and refuses tables with words, before reading any.
+//! checks those of bytes. The deep pass compares value bytes (through a
+//! 256-entry table of answers) where every shard holds bytes, and value
+//! words (bytes widened as they are read) where some hold words.
 
 use crate::blockio::{ALIGN_BYTES, Buffer, BufferPool};
-use crate::format::{BLOCK_BYTES, FormatError};
+use crate::format::BLOCK_BYTES;
 use crate::index::{Layout, Material, MaterialIndex};
 use crate::notation::{Colour, Setup, to_notation};
 use crate::probe::{ProbeError, Tablebase};
@@ -23,7 +24,7 @@ use crate::rules::{CARD_STATES, CARDS_PER_GAME, CardState, MAX_PIECES_PER_SIDE, 
 use crate::shard::{ShardFile, TableFiles};
 use crate::store::{StoreError, is_shard_name, material_of_name};
 use crate::table::Table;
-use crate::value::{NO_VALUE, Value, ValueWidth, negate};
+use crate::value::{DRAW_WORD, NO_VALUE, Value, ValueWidth, negate, negate_word, widen};
 use rayon::prelude::*;
 use std::fmt;
 use std::fs;
@@ -37,8 +38,6 @@ use thiserror::Error;
 const BATCH_BYTES_MAX: u64 = 64 << 20;
 /// Layouts per task in the deep pass.
 const LAYOUTS_PER_TASK: u64 = 4096;
-/// Value byte of a win in one ply.
-const WIN_IN_1: u8 = 255;
 
 /// What the checksum pass found.
 #[derive(Debug, Default)]
@@ -231,15 +230,16 @@ pub struct Inconsistency {
     pub card_state: usize,
     /// The position in notation, Red to move.
     pub notation: String,
-    pub stored: u8,
-    /// The value byte the successors give; `None` if a successor has no
+    /// The value word stored (a byte widened: `value::widen`).
+    pub stored: u16,
+    /// The value word the successors give; `None` if a successor has no
     /// value or one too deep to answer.
-    pub derived: Option<u8>,
+    pub derived: Option<u16>,
 }
 
 impl fmt::Display for Inconsistency {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = |byte: u8| Value::from_byte(byte).map_or("no value".to_string(), |v| v.to_string());
+        let name = |word: u16| Value::from_word(word).map_or("no value".to_string(), |v| v.to_string());
         write!(
             f,
             "material {} layout {} card state {} ({}): the table says {}, its successors give {}",
@@ -253,20 +253,6 @@ impl fmt::Display for Inconsistency {
     }
 }
 
-/// What the deep check refuses word tables with.
-const DEEP_CHECK: &str = "the deep check (verify --deep) of";
-
-/// Refuses the deep check of a table whose shards hold words.
-fn deep_checks_bytes(files: &TableFiles) -> Result<(), VerifyError> {
-    match files.shards.iter().find(|s| s.header().width != ValueWidth::Byte) {
-        Some(shard) => {
-            let cause = FormatError::WordValues(DEEP_CHECK);
-            Err(StoreError::Format { path: shard.path().to_path_buf(), cause }.into())
-        }
-        None => Ok(()),
-    }
-}
-
 /// What the deep check can fail with, besides finding a wrong value.
 #[derive(Debug, Error)]
 pub enum VerifyError {
@@ -274,9 +260,6 @@ pub enum VerifyError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Probe(#[from] ProbeError),
-    /// A table in memory with value words ([`check_table`]).
-    #[error("material {material}: {}", FormatError::WordValues(DEEP_CHECK))]
-    Words { material: Material },
     #[error(
         "the deep check of every value holds the whole table in memory, {} GiB, but only {} GiB is available; \
          check a sample of it instead (--sample N), which reads blocks through a cache of {} MiB",
@@ -298,7 +281,6 @@ fn gib(bytes: u64) -> String {
 /// ([`VerifyError::TooBig`]; [`verify_deep_sample`] checks such a table).
 pub fn verify_deep(dir: &Path, progress: &(dyn Fn(Material) + Sync)) -> Result<Option<Inconsistency>, VerifyError> {
     let files = TableFiles::open(dir)?;
-    deep_checks_bytes(&files)?;
     let needed_bytes = files.shards.iter().map(|s| s.header().values_len()).sum();
     fits_in_memory(needed_bytes, crate::blockio::available_memory_bytes())?;
     let table = files.load()?;
@@ -316,12 +298,17 @@ fn fits_in_memory(needed_bytes: u64, available_bytes: Option<u64>) -> Result<(),
     }
 }
 
-/// The deep check of a table in memory: the first inconsistency. Refuses
-/// a table with value words ([`VerifyError::Words`]) before checking any.
+/// The deep check of a table in memory: the first inconsistency.
 pub fn check_table(table: &Table, progress: &(dyn Fn(Material) + Sync)) -> Result<Option<Inconsistency>, VerifyError> {
-    if let Some(wide) = table.materials().iter().find(|m| m.width != ValueWidth::Byte) {
-        return Err(VerifyError::Words { material: wide.index.material });
+    if table.materials().iter().all(|m| m.width == ValueWidth::Byte) {
+        Ok(check_table_as::<u8>(table, progress))
+    } else {
+        Ok(check_table_as::<u16>(table, progress))
     }
+}
+
+/// [`check_table`], comparing values as `C`.
+fn check_table_as<C: Code>(table: &Table, progress: &(dyn Fn(Material) + Sync)) -> Option<Inconsistency> {
     let source = TableValues::new(table);
     for (slot, solved) in table.materials().iter().enumerate() {
         progress(solved.index.material);
@@ -329,16 +316,16 @@ pub fn check_table(table: &Table, progress: &(dyn Fn(Material) + Sync)) -> Resul
         let tasks = layouts.div_ceil(LAYOUTS_PER_TASK);
         let found = (0..tasks).into_par_iter().find_map_first(|task| {
             let end = ((task + 1) * LAYOUTS_PER_TASK).min(layouts);
-            (task * LAYOUTS_PER_TASK..end).find_map(|n| match check_layout(&source, slot, n) {
+            (task * LAYOUTS_PER_TASK..end).find_map(|n| match check_layout::<C, _>(&source, slot, n) {
                 Ok(found) => found,
                 Err(never) => match never {},
             })
         });
         if found.is_some() {
-            return Ok(found);
+            return found;
         }
     }
-    Ok(None)
+    None
 }
 
 /// How many layouts [`verify_deep_sample`] checks, and which.
@@ -390,6 +377,19 @@ pub fn verify_deep_sample(
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<SampleReport, VerifyError> {
     let source = ShardValues::open(dir)?;
+    if source.all_bytes {
+        sample_as::<u8>(&source, sample, progress)
+    } else {
+        sample_as::<u16>(&source, sample, progress)
+    }
+}
+
+/// [`verify_deep_sample`], comparing values as `C`.
+fn sample_as<C: Code>(
+    source: &ShardValues,
+    sample: Sample,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<SampleReport, VerifyError> {
     let sizes: Vec<u64> = source.indexes.iter().map(|index| index.layouts()).collect();
     let runs = sample_runs(&sizes, sample);
     let layouts: u64 = runs.iter().map(|(_, range)| range.end - range.start).sum();
@@ -397,9 +397,9 @@ pub fn verify_deep_sample(
     let mut done = 0;
     for part in runs.chunks(SAMPLE_RUNS_PER_PART) {
         // The first layout in sample order that is wrong or cannot be read.
-        let first = part
-            .par_iter()
-            .find_map_first(|(slot, range)| range.clone().find_map(|n| check_layout(&source, *slot, n).transpose()));
+        let first = part.par_iter().find_map_first(|(slot, range)| {
+            range.clone().find_map(|n| check_layout::<C, _>(source, *slot, n).transpose())
+        });
         if let Some(found) = first.transpose()? {
             return Ok(SampleReport { layouts, table_layouts, found: Some(found) });
         }
@@ -467,8 +467,93 @@ impl SplitMix64 {
     }
 }
 
-/// Where the deep check reads value bytes: a table in memory, or shards a
-/// block at a time.
+/// How the deep check compares values: as bytes (every shard of bytes: the
+/// fast path, through [`ANSWERS`]), or as value words (some shard of
+/// words; the bytes of the others widened as they are read, so that a
+/// capture from a word material into a byte one compares alike).
+trait Code: Copy + Ord + Default + Send + Sync + fmt::Debug + 'static {
+    /// No value stored, or no answer.
+    const NONE: Self;
+    const WIN_IN_1: Self;
+    const LOSS_IN_0: Self;
+    /// The deepest win, which no loss answers.
+    const DEEPEST_WIN: Self;
+    /// What a move into a successor holding `self` (for the opponent)
+    /// gives the mover: [`Code::NONE`] if nothing answers it. Without a
+    /// branch on `self` for bytes (a table lookup).
+    fn answer(self) -> Self;
+    /// The definition: `value::negate` or `value::negate_word`.
+    /// # Panics: on [`Code::NONE`] and [`Code::DEEPEST_WIN`].
+    fn negate(self) -> Self;
+    /// The value word of `self`.
+    fn word(self) -> u16;
+    /// A layout's 30 codes from its values stored at `width`.
+    fn of_layout(width: ValueWidth, values: &[u8]) -> [Self; CARD_STATES];
+    /// A layout's 30 codes from a table's shards.
+    fn of_shards(tablebase: &Tablebase, material: Material, layout: u64) -> Result<[Self; CARD_STATES], ProbeError>;
+}
+
+impl Code for u8 {
+    const NONE: u8 = NO_VALUE;
+    const WIN_IN_1: u8 = u8::MAX;
+    const LOSS_IN_0: u8 = 1;
+    const DEEPEST_WIN: u8 = 129;
+
+    #[inline(always)]
+    fn answer(self) -> u8 {
+        ANSWERS[self as usize]
+    }
+
+    fn negate(self) -> u8 {
+        negate(self)
+    }
+
+    fn word(self) -> u16 {
+        widen(self)
+    }
+
+    #[inline(always)]
+    fn of_layout(width: ValueWidth, values: &[u8]) -> [u8; CARD_STATES] {
+        debug_assert_eq!(width, ValueWidth::Byte, "bytes are compared where every shard holds bytes");
+        values[..CARD_STATES].try_into().expect("a layout's bytes")
+    }
+
+    fn of_shards(tablebase: &Tablebase, material: Material, layout: u64) -> Result<[u8; CARD_STATES], ProbeError> {
+        tablebase.layout_bytes(material, layout)
+    }
+}
+
+impl Code for u16 {
+    const NONE: u16 = 0;
+    const WIN_IN_1: u16 = u16::MAX;
+    const LOSS_IN_0: u16 = 1;
+    const DEEPEST_WIN: u16 = DRAW_WORD + 1;
+
+    #[inline]
+    fn answer(self) -> u16 {
+        if self == Self::NONE || self == Self::DEEPEST_WIN { Self::NONE } else { negate_word(self) }
+    }
+
+    fn negate(self) -> u16 {
+        negate_word(self)
+    }
+
+    fn word(self) -> u16 {
+        self
+    }
+
+    #[inline]
+    fn of_layout(width: ValueWidth, values: &[u8]) -> [u16; CARD_STATES] {
+        std::array::from_fn(|k| width.word_at(values, k))
+    }
+
+    fn of_shards(tablebase: &Tablebase, material: Material, layout: u64) -> Result<[u16; CARD_STATES], ProbeError> {
+        tablebase.layout_words(material, layout)
+    }
+}
+
+/// Where the deep check reads values: a table in memory, or shards a block
+/// at a time.
 trait ValueSource: Sync {
     type Error;
     fn rules(&self) -> &Rules;
@@ -476,9 +561,9 @@ trait ValueSource: Sync {
     fn index(&self, slot: usize) -> &MaterialIndex;
     /// The slot of `material`, which the table holds.
     fn slot(&self, material: Material) -> usize;
-    /// The value bytes of the 30 card states of layout `layout`.
-    fn bytes(&self, slot: usize, layout: u64) -> Result<[u8; CARD_STATES], Self::Error>;
-    /// Asks for the bytes of `layout` ahead of [`ValueSource::bytes`].
+    /// The values of the 30 card states of layout `layout`, as `C`.
+    fn values<C: Code>(&self, slot: usize, layout: u64) -> Result<[C; CARD_STATES], Self::Error>;
+    /// Asks for the values of `layout` ahead of [`ValueSource::values`].
     fn prefetch(&self, _slot: usize, _layout: u64) {}
 }
 
@@ -534,23 +619,30 @@ impl ValueSource for TableValues<'_> {
         self.slots.get(material)
     }
 
-    fn bytes(&self, slot: usize, layout: u64) -> Result<[u8; CARD_STATES], Self::Error> {
-        let at = layout as usize * CARD_STATES;
-        Ok(self.table.materials()[slot].values[at..at + CARD_STATES].try_into().expect("30 bytes"))
+    #[inline(always)]
+    fn values<C: Code>(&self, slot: usize, layout: u64) -> Result<[C; CARD_STATES], Self::Error> {
+        let solved = &self.table.materials()[slot];
+        let layout_bytes = CARD_STATES * solved.width.bytes();
+        let at = layout as usize * layout_bytes;
+        Ok(C::of_layout(solved.width, &solved.values[at..at + layout_bytes]))
     }
 
     fn prefetch(&self, slot: usize, layout: u64) {
-        let at = layout as usize * CARD_STATES;
-        let bytes = &self.table.materials()[slot].values[at..at + CARD_STATES];
-        // A layout's 30 bytes may straddle two cache lines.
+        let solved = &self.table.materials()[slot];
+        let layout_bytes = CARD_STATES * solved.width.bytes();
+        let at = layout as usize * layout_bytes;
+        let bytes = &solved.values[at..at + layout_bytes];
+        // A layout's 30 (or 60) bytes may straddle two cache lines.
         crate::cache_hint::prefetch(bytes);
-        crate::cache_hint::prefetch(&bytes[CARD_STATES - 1..]);
+        crate::cache_hint::prefetch(&bytes[layout_bytes - 1..]);
     }
 }
 
 /// A table's shards read through a [`Tablebase`]'s cache of checked blocks.
 struct ShardValues {
     tablebase: Tablebase,
+    /// Does every shard hold bytes?
+    all_bytes: bool,
     materials: Vec<Material>,
     slots: MaterialSlots,
     indexes: Vec<Arc<MaterialIndex>>,
@@ -558,13 +650,14 @@ struct ShardValues {
 
 impl ShardValues {
     fn open(dir: &Path) -> Result<ShardValues, VerifyError> {
-        deep_checks_bytes(&TableFiles::open(dir)?)?;
+        let files = TableFiles::open(dir)?;
+        let all_bytes = files.shards.iter().all(|s| s.header().width == ValueWidth::Byte);
         let tablebase = Tablebase::with_cache(dir, SAMPLE_CACHE_BLOCKS)?;
         let mut materials = Material::all_up_to(tablebase.max_per_side());
         materials.sort();
         let indexes = materials.iter().map(|&m| tablebase.index(m)).collect();
         let slots = MaterialSlots::new(materials.iter().copied());
-        Ok(ShardValues { tablebase, materials, slots, indexes })
+        Ok(ShardValues { tablebase, all_bytes, materials, slots, indexes })
     }
 }
 
@@ -583,17 +676,17 @@ impl ValueSource for ShardValues {
         self.slots.get(material)
     }
 
-    fn bytes(&self, slot: usize, layout: u64) -> Result<[u8; CARD_STATES], VerifyError> {
-        Ok(self.tablebase.layout_bytes(self.materials[slot], layout)?)
+    fn values<C: Code>(&self, slot: usize, layout: u64) -> Result<[C; CARD_STATES], VerifyError> {
+        Ok(C::of_shards(&self.tablebase, self.materials[slot], layout)?)
     }
 }
 
 /// Where a move leads: a win on the spot, or a layout of some material
-/// (its value bytes).
+/// (its values).
 #[derive(Clone, Copy)]
-enum Successor {
+enum Successor<C> {
     Win,
-    At([u8; CARD_STATES]),
+    At([C; CARD_STATES]),
 }
 
 fn layout_of(position: &Position) -> Layout {
@@ -605,12 +698,12 @@ fn layout_of(position: &Position) -> Layout {
     }
 }
 
-fn successor<S: ValueSource>(source: &S, outcome: Outcome) -> Result<Successor, S::Error> {
+fn successor<C: Code, S: ValueSource>(source: &S, outcome: Outcome) -> Result<Successor<C>, S::Error> {
     Ok(match outcome {
         Outcome::Win => Successor::Win,
         Outcome::Continue(next) => {
             let (slot, n) = locate(source, &next);
-            Successor::At(source.bytes(slot, n)?)
+            Successor::At(source.values(slot, n)?)
         }
     })
 }
@@ -622,52 +715,52 @@ fn locate<S: ValueSource>(source: &S, position: &Position) -> (usize, u64) {
     (slot, source.index(slot).rank(&layout_of(position)))
 }
 
-/// The value byte for the mover of a move into `successor` with card state
-/// `next` there; `None` if the successor's byte cannot be answered.
-fn move_byte(successor: &Successor, next: CardState) -> Option<u8> {
+/// The value for the mover of a move into `successor` with card state
+/// `next` there; `None` if the successor's value cannot be answered.
+fn move_value<C: Code>(successor: &Successor<C>, next: CardState) -> Option<C> {
     match successor {
-        Successor::Win => Some(WIN_IN_1),
-        Successor::At(bytes) => {
-            let byte = bytes[next.index()];
-            // 129 is a win in 253 plies: no loss byte answers it.
-            (byte != NO_VALUE && byte != 129).then(|| negate(byte))
+        Successor::Win => Some(C::WIN_IN_1),
+        Successor::At(values) => {
+            let value = values[next.index()];
+            // The deepest win (a byte's 129: in 253 plies) no loss answers.
+            (value != C::NONE && value != C::DEEPEST_WIN).then(|| value.negate())
         }
     }
 }
 
 /// Checks the 30 card states of layout `n` of the material in `slot`.
-fn check_layout<S: ValueSource>(source: &S, slot: usize, n: u64) -> Result<Option<Inconsistency>, S::Error> {
+fn check_layout<C: Code, S: ValueSource>(source: &S, slot: usize, n: u64) -> Result<Option<Inconsistency>, S::Error> {
     let rules = source.rules();
     let index = source.index(slot);
     let layout = index.unrank(n);
-    let stored = source.bytes(slot, n)?;
+    let stored = source.values::<C>(slot, n)?;
     let position = |k: usize| layout.with_cards(CardState::new(k));
-    let inconsistency = |k: usize, derived: Option<u8>| {
+    let inconsistency = |k: usize, derived: Option<C>| {
         let setup = Setup { to_move: Colour::Red, position: position(k) };
         Some(Inconsistency {
             material: index.material,
             layout: n,
             card_state: k,
             notation: to_notation(&setup, &rules.cards),
-            stored: stored[k],
-            derived,
+            stored: stored[k].word(),
+            derived: derived.map(C::word),
         })
     };
     if position(0).is_game_over() {
-        return Ok(stored.iter().position(|&b| b != NO_VALUE).and_then(|k| inconsistency(k, Some(NO_VALUE))));
+        return Ok(stored.iter().position(|&v| v != C::NONE).and_then(|k| inconsistency(k, Some(C::NONE))));
     }
     let by_card = moves_by_card(source, &layout)?;
-    for (k, &byte) in stored.iter().enumerate() {
+    for (k, &value) in stored.iter().enumerate() {
         let cards = CardState::new(k);
         let derived = derive(source, &by_card, position(k), cards)?;
-        if derived != Some(byte) {
+        if derived != Some(value) {
             return Ok(inconsistency(k, derived));
         }
     }
     Ok(None)
 }
 
-/// `ANSWERS[b]`: what [`move_byte`] gives for a successor byte b, with
+/// `ANSWERS[b]`: what [`move_value`] gives for a successor byte b, with
 /// [`NO_VALUE`] where it gives `None` (no value stored, or a win in 253
 /// plies, which no loss byte answers): the fold looks answers up instead
 /// of branching on each byte.
@@ -689,39 +782,39 @@ const ANSWERS: [u8; 256] = {
 /// mover held c in: each move's successor is folded once, for those six,
 /// not once per card state of the layout.
 #[derive(Default)]
-struct MovesByCard {
+struct MovesByCard<C> {
     /// Whether the mover has any move with the card.
     any: [bool; CARDS_PER_GAME],
-    /// `best[c][j]`: the best value byte a move with card c gives when the
+    /// `best[c][j]`: the best value a move with card c gives when the
     /// successor is in card state 6c + j.
-    best: [[u8; 6]; CARDS_PER_GAME],
+    best: [[C; 6]; CARDS_PER_GAME],
     /// Bit j of `unanswered[c]`: some move with card c leads to a successor
-    /// whose byte in card state 6c + j no value byte answers (none stored,
-    /// or a win too deep for a loss byte).
+    /// whose value in card state 6c + j no value answers (none stored, or
+    /// a win too deep for a loss).
     unanswered: [u8; CARDS_PER_GAME],
 }
 
-impl MovesByCard {
+impl<C: Code> MovesByCard<C> {
     #[inline]
-    fn fold(&mut self, card: usize, successor: &Successor) {
+    fn fold(&mut self, card: usize, successor: &Successor<C>) {
         self.any[card] = true;
         match successor {
-            Successor::Win => self.best[card] = [WIN_IN_1; 6],
-            Successor::At(bytes) => {
+            Successor::Win => self.best[card] = [C::WIN_IN_1; 6],
+            Successor::At(values) => {
                 let mut unanswered = 0;
-                for (j, (best, &byte)) in self.best[card].iter_mut().zip(&bytes[6 * card..6 * card + 6]).enumerate() {
-                    let answer = ANSWERS[byte as usize];
+                for (j, (best, &value)) in self.best[card].iter_mut().zip(&values[6 * card..6 * card + 6]).enumerate() {
+                    let answer = value.answer();
                     *best = (*best).max(answer);
-                    unanswered |= u8::from(answer == NO_VALUE) << j;
+                    unanswered |= u8::from(answer == C::NONE) << j;
                 }
                 self.unanswered[card] |= unanswered;
             }
         }
     }
 
-    /// The best byte of the moves with card `card` from card state
+    /// The best value of the moves with card `card` from card state
     /// `cards`, or `None` if one of them cannot be answered.
-    fn best(&self, cards: CardState, card: usize) -> Option<u8> {
+    fn best(&self, cards: CardState, card: usize) -> Option<C> {
         let j = cards.after_playing(card).index() - 6 * card;
         debug_assert!(j < 6, "a move with card {card} puts it on the side");
         (self.unanswered[card] & (1 << j) == 0).then_some(self.best[card][j])
@@ -730,8 +823,8 @@ impl MovesByCard {
 
 /// Folds the successors of a layout's moves by card slot (the board part
 /// of a move does not depend on the card state).
-fn moves_by_card<S: ValueSource>(source: &S, layout: &Layout) -> Result<MovesByCard, S::Error> {
-    let mut by_card = MovesByCard::default();
+fn moves_by_card<C: Code, S: ValueSource>(source: &S, layout: &Layout) -> Result<MovesByCard<C>, S::Error> {
+    let mut by_card = MovesByCard::<C>::default();
     let mut pending = PendingReads { moves: [(0, 0, 0); PENDING_READS], count: 0 };
     let mut done = 0u32;
     let mut failed = None;
@@ -777,42 +870,42 @@ struct PendingReads {
 
 impl PendingReads {
     /// Reads the pending successors and folds them.
-    fn read<S: ValueSource>(&mut self, source: &S, by_card: &mut MovesByCard) -> Result<(), S::Error> {
+    fn read<C: Code, S: ValueSource>(&mut self, source: &S, by_card: &mut MovesByCard<C>) -> Result<(), S::Error> {
         for &(card, slot, n) in &self.moves[..self.count] {
-            by_card.fold(card, &Successor::At(source.bytes(slot, n)?));
+            by_card.fold(card, &Successor::At(source.values(slot, n)?));
         }
         self.count = 0;
         Ok(())
     }
 }
 
-/// The value byte a position's successors give it.
-fn derive<S: ValueSource>(
+/// The value a position's successors give it.
+fn derive<C: Code, S: ValueSource>(
     source: &S,
-    by_card: &MovesByCard,
+    by_card: &MovesByCard<C>,
     position: Position,
     cards: CardState,
-) -> Result<Option<u8>, S::Error> {
+) -> Result<Option<C>, S::Error> {
     let held = cards.mover_cards();
-    let mut best = 0u8;
+    let mut best = C::NONE;
     if held.iter().all(|&c| !by_card.any[c]) {
         return match source.rules().no_move {
-            NoMoveRule::Loss => Ok(Some(Value::Loss(0).to_byte())),
+            NoMoveRule::Loss => Ok(Some(C::LOSS_IN_0)),
             NoMoveRule::Pass => {
                 for played in position.moves(source.rules()) {
                     let Outcome::Continue(next) = played.outcome else { return Ok(None) };
-                    let Some(byte) = move_byte(&successor(source, played.outcome)?, next.cards) else {
+                    let Some(value) = move_value(&successor::<C, _>(source, played.outcome)?, next.cards) else {
                         return Ok(None);
                     };
-                    best = best.max(byte);
+                    best = best.max(value);
                 }
                 Ok(Some(best))
             }
         };
     }
     for c in held.into_iter().filter(|&c| by_card.any[c]) {
-        let Some(byte) = by_card.best(cards, c) else { return Ok(None) };
-        best = best.max(byte);
+        let Some(value) = by_card.best(cards, c) else { return Ok(None) };
+        best = best.max(value);
     }
     Ok(Some(best))
 }
@@ -820,35 +913,48 @@ fn derive<S: ValueSource>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::SolvedMaterial;
 
     /// The oracle for [`derive`]: each card state on its own, from the
-    /// rules' list of moves (passes included) and a byte per successor.
-    fn derive_plainly<S: ValueSource<Error = std::convert::Infallible>>(source: &S, position: Position) -> Option<u8> {
+    /// rules' list of moves (passes included) and a value per successor.
+    fn derive_plainly<C: Code, S: ValueSource<Error = std::convert::Infallible>>(
+        source: &S,
+        position: Position,
+    ) -> Option<C> {
         let moves = position.moves(source.rules());
         if moves.is_empty() {
-            return Some(Value::Loss(0).to_byte());
+            return Some(C::LOSS_IN_0);
         }
-        let mut best = 0;
+        let mut best = C::NONE;
         for played in moves {
-            let byte = match played.outcome {
-                Outcome::Win => WIN_IN_1,
-                Outcome::Continue(next) => move_byte(&successor(source, played.outcome).unwrap(), next.cards)?,
+            let value = match played.outcome {
+                Outcome::Win => C::WIN_IN_1,
+                Outcome::Continue(next) => move_value(&successor::<C, _>(source, played.outcome).unwrap(), next.cards)?,
             };
-            best = best.max(byte);
+            best = best.max(value);
         }
         Some(best)
     }
 
     #[test]
-    fn the_answer_table_is_move_byte() {
+    fn the_answers_are_move_values() {
         for byte in 0..=u8::MAX {
-            let answer = move_byte(&Successor::At([byte; CARD_STATES]), CardState::new(7));
+            let answer = move_value(&Successor::At([byte; CARD_STATES]), CardState::new(7));
             assert_eq!(ANSWERS[byte as usize], answer.unwrap_or(NO_VALUE), "byte {byte}");
         }
+        for word in 0..=u16::MAX {
+            let answer = move_value(&Successor::At([word; CARD_STATES]), CardState::new(7));
+            assert_eq!(word.answer(), answer.unwrap_or(0), "word {word}");
+        }
+        let codes = |v: Value| (v.to_byte(), v.to_word());
+        assert_eq!((u8::WIN_IN_1, u16::WIN_IN_1), codes(Value::Win(1)));
+        assert_eq!((u8::LOSS_IN_0, u16::LOSS_IN_0), codes(Value::Loss(0)));
+        assert_eq!(u8::DEEPEST_WIN, Value::Win(crate::value::MAX_WIN_PLIES).to_byte());
+        assert_eq!(Value::from_word(u16::DEEPEST_WIN), Some(Value::Win(crate::value::MAX_LOSS_PLIES_WORD + 1)));
     }
 
-    /// A table read with some bytes replaced by ones no move answers (no
-    /// value, or a win in 253 plies), as a damaged table may hold them.
+    /// A table read with some values replaced by ones no move answers (no
+    /// value, or the deepest win), as a damaged table may hold them.
     struct Damaged<'a>(TableValues<'a>);
 
     impl ValueSource for Damaged<'_> {
@@ -866,23 +972,23 @@ mod tests {
             self.0.slot(material)
         }
 
-        fn bytes(&self, slot: usize, layout: u64) -> Result<[u8; CARD_STATES], Self::Error> {
-            let mut bytes = self.0.bytes(slot, layout)?;
-            for (k, byte) in bytes.iter_mut().enumerate() {
+        fn values<C: Code>(&self, slot: usize, layout: u64) -> Result<[C; CARD_STATES], Self::Error> {
+            let mut values = self.0.values::<C>(slot, layout)?;
+            for (k, value) in values.iter_mut().enumerate() {
                 match (layout as usize * CARD_STATES + k) % 23 {
-                    0 => *byte = NO_VALUE,
-                    1 => *byte = 129,
+                    0 => *value = C::NONE,
+                    1 => *value = C::DEEPEST_WIN,
                     _ => {}
                 }
             }
-            Ok(bytes)
+            Ok(values)
         }
     }
 
     /// [`derive`] against [`derive_plainly`] on every 7th layout of the
-    /// table; with `right`, against the table's own bytes too. Returns how
-    /// many states it compared.
-    fn compare_derivations<S: ValueSource<Error = std::convert::Infallible>>(
+    /// table, comparing as `C`; with `right`, against the table's own
+    /// values too. Returns how many states it compared.
+    fn compare_derivations<C: Code, S: ValueSource<Error = std::convert::Infallible>>(
         source: &S,
         table: &Table,
         right: bool,
@@ -894,13 +1000,14 @@ mod tests {
                 if layout.with_cards(CardState::new(0)).is_game_over() {
                     continue;
                 }
-                let by_card = moves_by_card(source, &layout).unwrap();
+                let by_card = moves_by_card::<C, _>(source, &layout).unwrap();
                 for cards in CardState::all() {
                     let position = layout.with_cards(cards);
                     let derived = derive(source, &by_card, position, cards).unwrap();
                     assert_eq!(derived, derive_plainly(source, position), "slot {slot} layout {n}, {cards:?}");
                     if right {
-                        assert_eq!(derived, Some(source.bytes(slot, n).unwrap()[cards.index()]), "the table is right");
+                        let stored = source.values::<C>(slot, n).unwrap()[cards.index()];
+                        assert_eq!(derived, Some(stored), "the table is right");
                     }
                     compared += 1;
                 }
@@ -910,7 +1017,8 @@ mod tests {
     }
 
     /// Both no-move rules, cards whose moves jump over pieces, and
-    /// successors that no value answers.
+    /// successors that no value answers; as bytes, and as words (the table
+    /// widened, and its bytes widened as they are read).
     #[test]
     fn values_derived_by_card_are_those_derived_state_by_state() {
         let sets = [
@@ -920,10 +1028,40 @@ mod tests {
         for (names, no_move) in sets {
             let rules = Rules { cards: crate::rules::CardSet::from_names(&names).unwrap(), no_move };
             let table = Table::generate(&rules, 2).unwrap();
-            let compared = compare_derivations(&TableValues::new(&table), &table, true);
+            let compared = compare_derivations::<u8, _>(&TableValues::new(&table), &table, true);
             assert!(compared > 100_000, "{names:?} {no_move:?}: {compared}");
-            compare_derivations(&Damaged(TableValues::new(&table)), &table, false);
+            compare_derivations::<u8, _>(&Damaged(TableValues::new(&table)), &table, false);
+            compare_derivations::<u16, _>(&TableValues::new(&table), &table, true);
+            let widened = table.widened();
+            compare_derivations::<u16, _>(&TableValues::new(&widened), &widened, true);
+            compare_derivations::<u16, _>(&Damaged(TableValues::new(&widened)), &widened, false);
         }
+    }
+
+    /// The deep check of a table in words finds what it finds in bytes, and
+    /// passes the table too deep for bytes (Cobra,Eel,Goose,Mantis,Rooster
+    /// at 4 men, its 2v2 in words, the rest in bytes): values past 252
+    /// plies derived from their successors, across the two widths.
+    #[test]
+    fn the_deep_check_reads_words() {
+        let table = Table::generate(&Rules::default(), 2).unwrap();
+        assert_eq!(check_table(&table.widened(), &|_| {}).unwrap(), None);
+        // A win in 3 made a win in 5, somewhere in 2v2.
+        let mut materials: Vec<SolvedMaterial> = table.materials().iter().map(SolvedMaterial::widened).collect();
+        let two_two = materials.iter_mut().find(|m| m.index.material == Material::new(2, 2)).unwrap();
+        let win_in_3 = Value::Win(3).to_word();
+        let k = (0..two_two.values.len() / 2).find(|&k| crate::value::word_at(&two_two.values, k) == win_in_3);
+        crate::value::set_word_at(&mut two_two.values, k.unwrap(), Value::Win(5).to_word());
+        let damaged = Table::new(*table.rules(), 2, materials);
+        let found = check_table(&damaged, &|_| {}).unwrap().expect("found");
+        assert_eq!(found.material, Material::new(2, 2), "{found}");
+
+        let names = ["Cobra", "Eel", "Goose", "Mantis", "Rooster"];
+        let rules = Rules { cards: crate::rules::CardSet::from_names(&names).unwrap(), no_move: NoMoveRule::Pass };
+        let deep = Table::generate(&rules, 2).unwrap();
+        let widths: Vec<ValueWidth> = deep.materials().iter().map(|m| m.width).collect();
+        assert_eq!(widths, [ValueWidth::Byte, ValueWidth::Byte, ValueWidth::Byte, ValueWidth::Word]);
+        assert_eq!(check_table(&deep, &|_| {}).unwrap(), None);
     }
 
     #[test]
