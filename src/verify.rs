@@ -23,7 +23,7 @@ use crate::probe::{ProbeError, Tablebase};
 use crate::rules::{CARD_STATES, CARDS_PER_GAME, CardState, MAX_PIECES_PER_SIDE, NoMoveRule, Outcome, Position, Rules};
 use crate::shard::{ShardFile, TableFiles};
 use crate::store::{StoreError, is_shard_name, material_of_name};
-use crate::table::Table;
+use crate::table::{SolvedMaterial, Table};
 use crate::value::{DRAW_WORD, NO_VALUE, Value, ValueWidth, negate, negate_word, widen};
 use rayon::prelude::*;
 use std::fmt;
@@ -472,6 +472,9 @@ impl SplitMix64 {
 /// words; the bytes of the others widened as they are read, so that a
 /// capture from a word material into a byte one compares alike).
 trait Code: Copy + Ord + Default + Send + Sync + fmt::Debug + 'static {
+    /// Compared only where every material holds bytes: the width of a
+    /// material need not be looked up.
+    const ONLY_BYTES: bool;
     /// No value stored, or no answer.
     const NONE: Self;
     const WIN_IN_1: Self;
@@ -494,6 +497,7 @@ trait Code: Copy + Ord + Default + Send + Sync + fmt::Debug + 'static {
 }
 
 impl Code for u8 {
+    const ONLY_BYTES: bool = true;
     const NONE: u8 = NO_VALUE;
     const WIN_IN_1: u8 = u8::MAX;
     const LOSS_IN_0: u8 = 1;
@@ -524,6 +528,7 @@ impl Code for u8 {
 }
 
 impl Code for u16 {
+    const ONLY_BYTES: bool = false;
     const NONE: u16 = 0;
     const WIN_IN_1: u16 = u16::MAX;
     const LOSS_IN_0: u16 = 1;
@@ -564,7 +569,7 @@ trait ValueSource: Sync {
     /// The values of the 30 card states of layout `layout`, as `C`.
     fn values<C: Code>(&self, slot: usize, layout: u64) -> Result<[C; CARD_STATES], Self::Error>;
     /// Asks for the values of `layout` ahead of [`ValueSource::values`].
-    fn prefetch(&self, _slot: usize, _layout: u64) {}
+    fn prefetch<C: Code>(&self, _slot: usize, _layout: u64) {}
 }
 
 /// The slot of each material of a table, by its piece counts (a binary
@@ -602,6 +607,16 @@ impl<'a> TableValues<'a> {
     fn new(table: &'a Table) -> TableValues<'a> {
         TableValues { table, slots: MaterialSlots::new(table.materials().iter().map(|m| m.index.material)) }
     }
+
+    /// The material in `slot` and its width, known without a look where
+    /// `C` is compared only in tables of bytes.
+    #[inline(always)]
+    fn material<C: Code>(&self, slot: usize) -> (&'a SolvedMaterial, ValueWidth) {
+        let solved = &self.table.materials()[slot];
+        let width = if C::ONLY_BYTES { ValueWidth::Byte } else { solved.width };
+        debug_assert_eq!(width, solved.width, "bytes are compared in tables of bytes only");
+        (solved, width)
+    }
 }
 
 impl ValueSource for TableValues<'_> {
@@ -621,15 +636,15 @@ impl ValueSource for TableValues<'_> {
 
     #[inline(always)]
     fn values<C: Code>(&self, slot: usize, layout: u64) -> Result<[C; CARD_STATES], Self::Error> {
-        let solved = &self.table.materials()[slot];
-        let layout_bytes = CARD_STATES * solved.width.bytes();
+        let (solved, width) = self.material::<C>(slot);
+        let layout_bytes = CARD_STATES * width.bytes();
         let at = layout as usize * layout_bytes;
-        Ok(C::of_layout(solved.width, &solved.values[at..at + layout_bytes]))
+        Ok(C::of_layout(width, &solved.values[at..at + layout_bytes]))
     }
 
-    fn prefetch(&self, slot: usize, layout: u64) {
-        let solved = &self.table.materials()[slot];
-        let layout_bytes = CARD_STATES * solved.width.bytes();
+    fn prefetch<C: Code>(&self, slot: usize, layout: u64) {
+        let (solved, width) = self.material::<C>(slot);
+        let layout_bytes = CARD_STATES * width.bytes();
         let at = layout as usize * layout_bytes;
         let bytes = &solved.values[at..at + layout_bytes];
         // A layout's 30 (or 60) bytes may straddle two cache lines.
@@ -840,7 +855,7 @@ fn moves_by_card<C: Code, S: ValueSource>(source: &S, layout: &Layout) -> Result
                 return by_card.fold(played.card_slot, &Successor::Win);
             };
             let (slot, n) = locate(source, &next);
-            source.prefetch(slot, n);
+            source.prefetch::<C>(slot, n);
             pending.moves[pending.count] = (played.card_slot, slot, n);
             pending.count += 1;
             if pending.count == PENDING_READS {
@@ -913,7 +928,6 @@ fn derive<C: Code, S: ValueSource>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::SolvedMaterial;
 
     /// The oracle for [`derive`]: each card state on its own, from the
     /// rules' list of moves (passes included) and a value per successor.
