@@ -295,19 +295,7 @@ mod tests {
     fn stats_by_decoding(values: &[u8]) -> Stats {
         let mut stats = Stats::default();
         for value in values.iter().filter_map(|&byte| Value::from_byte(byte)) {
-            stats.states += 1;
-            match value {
-                Value::Win(plies) => {
-                    stats.wins += 1;
-                    stats.win_in_1 += (plies == 1) as u64;
-                    stats.longest_win_plies = stats.longest_win_plies.max(plies);
-                }
-                Value::Loss(plies) => {
-                    stats.losses += 1;
-                    stats.longest_loss_plies = stats.longest_loss_plies.max(plies);
-                }
-                Value::Draw => stats.draws += 1,
-            }
+            stats.count(value);
         }
         stats
     }

@@ -60,21 +60,28 @@ fn every_position_probes_through_the_compressed_table_as_generated() {
     let table = four_men();
     let compressed = Tablebase::open(&dirs.compressed).unwrap();
     let raw = Tablebase::with_cache(&dirs.raw, 2).unwrap();
+    for_each_position(table, |material, n, k, p| {
+        let expected = table.value(&p);
+        let got = compressed.probe(&p);
+        match expected {
+            Some(value) => assert_eq!(got.unwrap(), value, "{material} layout {n} state {k}"),
+            None => assert!(matches!(got, Err(ProbeError::GameOver))),
+        }
+        if n % 101 == 0 {
+            assert_eq!(raw.probe(&p).ok(), expected);
+        }
+    });
+}
+
+/// `check(material, layout, card state, position)` for every position of
+/// `table`, layouts in parallel.
+fn for_each_position(table: &Table, check: impl Fn(Material, u64, usize, Position) + Sync) {
     for solved in table.materials() {
         let index = &solved.index;
         (0..index.layouts()).into_par_iter().for_each(|n| {
             let layout = index.unrank(n);
             for k in 0..CARD_STATES {
-                let p = position(&layout, k);
-                let expected = table.value(&p);
-                let got = compressed.probe(&p);
-                match expected {
-                    Some(value) => assert_eq!(got.unwrap(), value, "{} layout {n} state {k}", index.material),
-                    None => assert!(matches!(got, Err(ProbeError::GameOver))),
-                }
-                if n % 101 == 0 {
-                    assert_eq!(raw.probe(&p).ok(), expected);
-                }
+                check(index.material, n, k, position(&layout, k));
             }
         });
     }
@@ -286,20 +293,13 @@ fn a_word_table_probes_and_verifies_as_the_byte_table() {
     let wide = table.widened();
     store::save(&wide, &dir).unwrap();
     let tablebase = Tablebase::with_cache(&dir, 2).unwrap();
-    for solved in table.materials() {
-        let index = &solved.index;
-        (0..index.layouts()).into_par_iter().for_each(|n| {
-            let layout = index.unrank(n);
-            for k in 0..CARD_STATES {
-                let p = position(&layout, k);
-                match table.value(&p) {
-                    Some(value) => assert_eq!(tablebase.probe(&p).unwrap(), value, "{} {n} {k}", index.material),
-                    None => assert!(matches!(tablebase.probe(&p), Err(ProbeError::GameOver))),
-                }
-                assert_eq!(wide.value(&p), table.value(&p));
-            }
-        });
-    }
+    for_each_position(table, |material, n, k, p| {
+        match table.value(&p) {
+            Some(value) => assert_eq!(tablebase.probe(&p).unwrap(), value, "{material} {n} {k}"),
+            None => assert!(matches!(tablebase.probe(&p), Err(ProbeError::GameOver))),
+        }
+        assert_eq!(wide.value(&p), table.value(&p));
+    });
     let index = MaterialIndex::new(Material::new(2, 2));
     let p = position(&index.unrank(4321), 7);
     let moves = |t: &Tablebase| t.probe_moves(&p).unwrap().iter().map(|m| m.value).collect::<Vec<_>>();

@@ -109,27 +109,27 @@ impl CaptureValues {
     /// the fast path is the bytes'.
     pub fn fold_words<'s>(&self, values: &mut [u8], captures: impl Iterator<Item = (&'s [u8], u8)>) {
         debug_assert_eq!(values.len(), 2 * CARD_STATES);
-        for (successor, cards) in captures {
-            for slot in 0..CARDS_PER_GAME {
-                if cards >> slot & 1 == 0 {
-                    continue;
-                }
-                let mut states = self.holds[slot];
-                while states != 0 {
-                    let k = states.trailing_zeros() as usize;
-                    states &= states - 1;
-                    let mine = value::negate_word(value::word_at(successor, self.after[k][slot] as usize));
-                    if mine > value::word_at(values, k) {
-                        value::set_word_at(values, k, mine);
-                    }
-                }
+        self.for_each_state(captures, |k, successor, at| {
+            let mine = value::negate_word(value::word_at(successor, at));
+            if mine > value::word_at(values, k) {
+                value::set_word_at(values, k, mine);
             }
-        }
+        });
     }
 
     /// The definition, a state at a time (checks each byte it negates).
     #[cfg_attr(all(target_arch = "x86_64", target_feature = "ssse3", not(debug_assertions)), allow(dead_code))]
     fn fold_scalar<'s>(&self, values: &mut [u8; CARD_STATES], captures: impl Iterator<Item = (&'s [u8], u8)>) {
+        self.for_each_state(captures, |k, successor, at| values[k] = values[k].max(value::negate(successor[at])));
+    }
+
+    /// For each capture and each state k holding one of its cards:
+    /// `fold(k, successor, successor's state)`.
+    fn for_each_state<'s>(
+        &self,
+        captures: impl Iterator<Item = (&'s [u8], u8)>,
+        mut fold: impl FnMut(usize, &'s [u8], usize),
+    ) {
         for (successor, cards) in captures {
             for slot in 0..CARDS_PER_GAME {
                 if cards >> slot & 1 == 0 {
@@ -139,8 +139,7 @@ impl CaptureValues {
                 while states != 0 {
                     let k = states.trailing_zeros() as usize;
                     states &= states - 1;
-                    let mine = value::negate(successor[self.after[k][slot] as usize]);
-                    values[k] = values[k].max(mine);
+                    fold(k, successor, self.after[k][slot] as usize);
                 }
             }
         }
