@@ -8,15 +8,15 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use onitb::blockio::{self, IoChoice, format_size, parse_size};
 use onitb::compress::{self, ShardSizes};
-use onitb::format::{Content, FormatError};
+use onitb::format::Content;
 use onitb::index::Material;
 use onitb::notation::{self, Colour, Setup};
 use onitb::probe::MoveValue;
-use onitb::publish::{self, BackgroundShards, Beside, PublishError, Published, ShardSpec};
+use onitb::publish::{self, BackgroundShards, Beside, Published, ShardSpec};
 use onitb::rules::{CardSet, MAX_PIECES_PER_SIDE, NoMoveRule, Outcome, Rules};
 use onitb::shard::{self, TableFiles};
 use onitb::solver::{self, IoTotals, PairPlan, PairTime, Progress, SolveConfig, StepTimes};
-use onitb::store::{OutputDir, StoreError};
+use onitb::store::OutputDir;
 use onitb::{Stats, Tablebase, Value, verify};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
@@ -247,8 +247,9 @@ fn compress_command(args: CompressArgs) -> Result<()> {
     let quiet = args.quiet;
     let report = |s: ShardSizes| {
         if !quiet {
+            let raw = if s.kept_raw { " (two-byte values: kept raw)" } else { "" };
             let line = format!(
-                "{}: {} states, {} value bytes -> {} bytes, {:.4} bits/state\n",
+                "{}: {} states, {} value bytes -> {} bytes, {:.4} bits/state{raw}\n",
                 s.material,
                 s.states,
                 s.value_bytes,
@@ -570,20 +571,6 @@ fn generate(args: GenerateArgs) -> Result<()> {
         }
         Ok((solved, per))
     });
-    if let Err(error) = &solved_and_written
-        && let Some(PublishError::Store(StoreError::Format { path, cause: cause @ FormatError::WordValues(_) })) =
-            error.downcast_ref()
-    {
-        // A resume would be refused the same way: the compressed shards
-        // written so far are of no use. The shard is named by its file
-        // name: its path is in the output removed.
-        let shard = path.file_name().unwrap_or(path.as_os_str()).to_string_lossy().into_owned();
-        let output = match out.abandon() {
-            Ok(()) => "the unfinished output was removed".to_string(),
-            Err(e) => format!("the unfinished output could not be removed: {e}"),
-        };
-        bail!("{shard}: {cause}; write this table as raw shards (without --compress); {output}");
-    }
     let (solved, per) = solved_and_written.map_err(|error| {
         let Some(work) = &args.work else { return error };
         // Only a run with a work directory keeps its output (store::OutputDir).

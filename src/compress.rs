@@ -24,15 +24,19 @@
 //! [`Packing::Filled`] blocks (one byte per state, 255 in every recomputable
 //! byte; written before 2026-11-22) are still read.
 //!
-//! Every packing is of value bytes: tables with value words (format version
-//! 2) are refused ([`FormatError::WordValues`]) before anything is written.
+//! Every packing is of value bytes: a compressed table keeps its shards of
+//! value words (format version 2) raw, copied block by block
+//! (`ShardSizes::kept_raw`), and win/draw/loss-only compression of a table
+//! with words is refused ([`FormatError::WordValues`]) before anything is
+//! written.
 
 use crate::blockio::DirectAppender;
 use crate::format::{BLOCK_BYTES, CompressedHeader, Content, FormatError, Frame, LEVELS, Packing, ShardHeader};
 use crate::index::MaterialIndex;
 use crate::rules::{CARD_STATES, WinsInOne, masters_end_game};
-use crate::shard::{Context, TableFiles};
-use crate::store::{OutputDir, StoreError, check_room, compressed_shard_name};
+use crate::shard::{Context, ShardFile, TableFiles};
+use crate::store::{OutputDir, RawShardWriter, StoreError, check_room, compressed_shard_name, shard_name};
+use crate::table::Stats;
 use crate::value::{DRAW, NO_VALUE, ValueWidth};
 
 use rayon::prelude::*;
@@ -409,6 +413,9 @@ pub struct ShardSizes {
     pub value_bytes: u64,
     /// Bytes of the compressed file, header included.
     pub file_bytes: u64,
+    /// A shard of value words, which compressed shards do not hold: kept
+    /// raw (format version 2) in the compressed table.
+    pub kept_raw: bool,
 }
 
 /// Refuses a zstd level that `format` does not allow or zstd lacks.
@@ -431,10 +438,15 @@ pub fn compress_table(
 ) -> Result<Vec<ShardSizes>, StoreError> {
     check_level(level, output)?;
     let table = TableFiles::open(input)?;
-    // Before the output directory is made: a mixed table's byte shards
-    // would be compressed for nothing.
-    if let Some(shard) = table.shards.iter().find(|s| s.header().width != ValueWidth::Byte) {
-        return Err(StoreError::Format { path: shard.path().to_path_buf(), cause: words_refused() });
+    // Win/draw/loss shards are of bytes, and a table holds one content:
+    // refused before the output directory is made, so that the byte
+    // shards are not compressed for nothing.
+    let words = table.shards.iter().find(|s| s.header().width != ValueWidth::Byte);
+    if let (Some(shard), Content::Wdl) = (words, content) {
+        return Err(StoreError::Format {
+            path: shard.path().to_path_buf(),
+            cause: FormatError::WordValues("win/draw/loss-only compression of"),
+        });
     }
     let out = OutputDir::prepare(output)?;
     let context = Context::new(table.rules, table.max_per_side);
@@ -442,6 +454,12 @@ pub fn compress_table(
     for shard in &table.shards {
         if shard.content() != Content::Values {
             return Err(StoreError::Format { path: shard.path().to_path_buf(), cause: FormatError::WdlOnly });
+        }
+        if shard.header().width != ValueWidth::Byte {
+            let written = keep_raw(shard, &table, &out)?;
+            report(written);
+            sizes.push(written);
+            continue;
         }
         let path = out.path_for(&compressed_shard_name(shard.material()));
         let header = ShardHeader { block_crcs: Vec::new(), ..shard.header().clone() };
@@ -465,6 +483,24 @@ pub fn compress_table(
     }
     out.finish()?;
     Ok(sizes)
+}
+
+/// A shard of value words copied raw into the compressed table `out`
+/// (compressed shards hold bytes), a checked block at a time.
+fn keep_raw(shard: &ShardFile, table: &TableFiles, out: &OutputDir) -> Result<ShardSizes, StoreError> {
+    let (material, width) = (shard.material(), shard.header().width);
+    let path = out.path_for(&shard_name(material));
+    let mut writer = RawShardWriter::create(&path, &table.rules, table.max_per_side, material, width)?;
+    let mut states = 0;
+    for block in 0..shard.block_count() {
+        let values = shard.read_block(block)?;
+        // Blocks hold whole words: BLOCK_BYTES is even.
+        states += Stats::of_width(width, &values).states;
+        writer.write_values(&values)?;
+    }
+    writer.finish()?;
+    let file_bytes = std::fs::metadata(&path).map_err(write_error("read the size of", &path))?.len();
+    Ok(ShardSizes { material, states, value_bytes: shard.header().values_len(), file_bytes, kept_raw: true })
 }
 
 /// Writes a compressed shard from a material's value bytes, given in layout
@@ -661,7 +697,13 @@ impl<'c> CompressedShardWriter<'c> {
         };
         let bytes = compressed.to_bytes();
         self.out.finish_with_head(&bytes).map_err(write_error("write shard", &self.path))?;
-        Ok(ShardSizes { material, states: self.states, value_bytes: expected, file_bytes: self.offset })
+        Ok(ShardSizes {
+            material,
+            states: self.states,
+            value_bytes: expected,
+            file_bytes: self.offset,
+            kept_raw: false,
+        })
     }
 }
 
@@ -912,7 +954,7 @@ mod tests {
     /// by the writer, whose file is not created, and by `compress_table`,
     /// whose output directory is not.
     #[test]
-    fn word_tables_are_refused_and_nothing_is_written() {
+    fn word_tables_are_kept_raw_or_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let (context, index, _) = solved_2v2_cached();
         let path = tmp.path().join("2v2.onitbz");
@@ -924,16 +966,38 @@ mod tests {
         assert!(matches!(&refused, StoreError::Format { cause: FormatError::WordValues(_), .. }), "{refused}");
         assert!(!path.exists() && !crate::blockio::unfinished_path(&path).exists());
 
+        // A table with 2v2 in words: its shard is copied raw, the others
+        // compressed, and the table reads as before.
         let table = crate::table::Table::generate(&Rules::default(), 2).unwrap();
-        let input = tmp.path().join("wide");
-        crate::store::save(&table.widened(), &input).unwrap();
+        let mixed: Vec<_> = (table.materials().iter())
+            .map(|m| match m.index.material == index.material {
+                true => m.widened(),
+                false => crate::table::SolvedMaterial {
+                    index: MaterialIndex::new(m.index.material),
+                    values: m.values.clone(),
+                    width: ValueWidth::Byte,
+                },
+            })
+            .collect();
+        let mixed = crate::table::Table::new(*table.rules(), 2, mixed);
+        let input = tmp.path().join("mixed");
+        crate::store::save(&mixed, &input).unwrap();
         let output = tmp.path().join("out");
-        let refused = compress_table(&input, &output, 1, Content::Values, &|_| {}).unwrap_err().to_string();
-        assert!(refused.contains("compressing tables with two-byte values (format version 2) is not supported yet"));
-        assert!(refused.contains("1v1.onitb"), "names the first shard of words: {refused}");
-        let mut left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        left.sort();
-        assert_eq!(left, [std::ffi::OsString::from("wide")], "no output, partial or not");
+        let sizes = compress_table(&input, &output, 1, Content::Values, &|_| {}).unwrap();
+        let kept: Vec<bool> = sizes.iter().map(|s| s.kept_raw).collect();
+        assert_eq!(kept, [false, false, false, true]);
+        let words = &sizes[3];
+        assert_eq!((words.value_bytes, words.states), (index.layouts() * 60, table.stats().1[3].1.states));
+        let raw_shard = std::fs::read(input.join("2v2.onitb")).unwrap();
+        assert_eq!(std::fs::read(output.join("2v2.onitb")).unwrap(), raw_shard, "copied as it was");
+        assert_eq!(TableFiles::open(&output).unwrap().stats().unwrap(), table.stats());
+
+        // Win/draw/loss only: refused before anything is written.
+        let wdl = tmp.path().join("wdl");
+        let refused = compress_table(&input, &wdl, 1, Content::Wdl, &|_| {}).unwrap_err().to_string();
+        assert!(refused.contains("two-byte values (format version 2) is not supported yet"), "{refused}");
+        assert!(refused.contains("2v2.onitb"), "names the shard of words: {refused}");
+        assert!(!wdl.exists());
     }
 
     /// However the values come in (a byte run at a time, block by block,

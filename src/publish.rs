@@ -17,8 +17,8 @@
 //!
 //! A finished material's values may be words (`FinishedMaterial::width`):
 //! its raw shard is format version 2, and its statistics count words.
-//! Compressed shards hold bytes only, so a material of words is refused
-//! when compressed shards are asked for, before its file is created.
+//! Compressed shards hold bytes only, so a material of words is written
+//! raw where compressed shards are asked for (a table may mix the kinds).
 
 use crate::compress::CompressedShardWriter;
 use crate::format::{BLOCK_BYTES, Content, Packing, ShardHeader};
@@ -51,14 +51,6 @@ pub enum PublishError {
     /// A kept shard's values are not as wide as the finished material's.
     #[error("its values are {found} byte(s) per state, the finished material's {expected}")]
     OtherWidth { found: usize, expected: usize },
-}
-
-impl PublishError {
-    /// Whether compressing value words was refused: no run with the same
-    /// arguments (`--resume` included) can write the table.
-    pub fn refused_words(&self) -> bool {
-        matches!(self, PublishError::Store(StoreError::Format { cause: crate::format::FormatError::WordValues(_), .. }))
-    }
 }
 
 /// How the shards are written: the table's rules and size, and for
@@ -324,7 +316,7 @@ pub fn write_shard(
     spec: &ShardSpec,
     batch_bytes: Option<usize>,
 ) -> Result<(Stats, Published), PublishError> {
-    refuse_words_compressed(finished, out, spec)?;
+    let spec = &spec_of(finished, spec);
     let published = match check_kept(finished, out, spec, &AtomicBool::new(false))? {
         Some(Ok(stats)) => return Ok((stats, Published::Kept)),
         Some(Err(why)) => Published::Replaced(why),
@@ -355,7 +347,7 @@ fn write_shard_by_blocks(
     spec: &ShardSpec,
     stop: &AtomicBool,
 ) -> Result<(Stats, Published), PublishError> {
-    refuse_words_compressed(finished, out, spec)?;
+    let spec = &spec_of(finished, spec);
     let published = match check_kept(finished, out, spec, stop)? {
         Some(Ok(stats)) => return Ok((stats, Published::Kept)),
         Some(Err(why)) => Published::Replaced(why),
@@ -377,19 +369,15 @@ fn write_shard_by_blocks(
     Ok((stats, published))
 }
 
-/// Refuses to compress a material of value words (`compress` packs
-/// bytes), before anything of its shard is read, removed or created. The
-/// error names the shard that was not written.
-fn refuse_words_compressed(
-    finished: &impl MaterialValues,
-    out: &OutputDir,
-    spec: &ShardSpec,
-) -> Result<(), StoreError> {
-    if spec.compress.is_some() && finished.width() != ValueWidth::Byte {
-        let path = ShardWriter::path(finished.material(), out, spec);
-        return Err(StoreError::Format { path, cause: crate::compress::words_refused() });
+/// How `finished`'s shard is written: raw if its values are words, which
+/// compressed shards do not hold (`compress`), whatever `spec` asks for.
+/// (A run whose materials may be words has no work directory, so no shard
+/// of it is adopted under the other kind's name.)
+fn spec_of<'c>(finished: &impl MaterialValues, spec: &ShardSpec<'c>) -> ShardSpec<'c> {
+    match finished.width() {
+        ValueWidth::Byte => *spec,
+        ValueWidth::Word => ShardSpec { compress: None, ..*spec },
     }
-    Ok(())
 }
 
 /// [`write_shard_by_blocks`], or None if `stop` was set before the shard
@@ -940,11 +928,11 @@ mod tests {
     /// Materials of value words (a 4-men table solved in bytes, widened, as
     /// the solver finishes a table too deep for bytes): their raw shards
     /// are those `store` saves (format version 2), with the byte table's
-    /// statistics, written at once or block by block; compressed ones are
-    /// refused before anything is created, beside byte materials that
-    /// compress.
+    /// statistics, written at once or block by block; where compressed
+    /// shards are asked for, they are written raw all the same, beside the
+    /// byte materials' compressed ones, and the table reads as one.
     #[test]
-    fn materials_of_words_are_published_raw_and_refused_compressed() {
+    fn materials_of_words_are_published_raw_even_in_compressed_tables() {
         let tmp = tempfile::tempdir().unwrap();
         let rules = Rules::default();
         let table = Table::generate(&rules, 2).unwrap();
@@ -965,20 +953,25 @@ mod tests {
 
         let context = shard::Context::new(rules, 2);
         let compressed = ShardSpec { compress: Some((1, &context)), ..raw };
-        let out = OutputDir::prepare_resumable(&tmp.path().join("z"), false).unwrap();
-        write_shard(&table.materials()[0], &out, &compressed, None).unwrap();
-        for solved in wide.materials() {
-            let error = write_shard(solved, &out, &compressed, None).unwrap_err();
-            assert!(error.refused_words(), "{error}");
-            let message = error.to_string();
-            assert!(message.contains("compressing tables with two-byte values (format version 2)"), "{message}");
-            let error = write_shard_unless_stopped(solved, &out, &compressed, &AtomicBool::new(false)).unwrap_err();
-            assert!(error.refused_words(), "{error}");
+        let out = OutputDir::prepare(&tmp.path().join("z")).unwrap();
+        for (k, (bytes, words)) in table.materials().iter().zip(wide.materials()).enumerate() {
+            // 1v1 and 2v2 in words, 1v2 and 2v1 in bytes.
+            let solved = if k == 0 || k == 3 { words } else { bytes };
+            let (stats, _) = if k == 3 {
+                write_shard_unless_stopped(solved, &out, &compressed, &AtomicBool::new(false)).unwrap().unwrap()
+            } else {
+                write_shard(solved, &out, &compressed, None).unwrap()
+            };
+            assert_eq!(stats, Stats::of_values(&bytes.values));
         }
-        assert_eq!(names(out.partial()), ["1v1.onitbz"], "nothing of the refused shards");
-        // What `generate` does then: a resumable output goes too.
-        out.abandon().unwrap();
-        assert_eq!(names(tmp.path()), ["out", "saved"]);
+        out.finish().unwrap();
+        assert_eq!(names(&tmp.path().join("z")), ["1v1.onitb", "1v2.onitbz", "2v1.onitbz", "2v2.onitb"]);
+        let files = shard::TableFiles::open(&tmp.path().join("z")).unwrap();
+        assert_eq!(files.stats().unwrap(), table.stats());
+        assert!(files.load().unwrap().materials().iter().zip(table.materials()).all(|(got, bytes)| {
+            let words = got.width == ValueWidth::Word;
+            got.values == if words { bytes.widened().values } else { bytes.values.clone() }
+        }));
     }
 
     /// A shard adopted from an interrupted run whose values are not as wide

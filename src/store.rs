@@ -226,15 +226,6 @@ impl OutputDir {
         self.finish()
     }
 
-    /// Removes the partial directory and everything in it, even that of a
-    /// run that could be resumed: for a run that no resume can finish
-    /// either.
-    pub fn abandon(mut self) -> Result<(), StoreError> {
-        // Nothing left for `drop` to do.
-        self.committed = true;
-        fs::remove_dir_all(&self.partial).map_err(io_error("remove the unfinished output", &self.partial))
-    }
-
     /// Syncs the files written under [`OutputDir::path_for`] (each writer
     /// syncs its own file) and moves the directory into place.
     pub fn finish(mut self) -> Result<(), StoreError> {

@@ -186,7 +186,8 @@ fn bad_arguments_are_refused_and_leave_nothing_behind() {
 /// the only one of the 4368 at 4 men, as `scripts/survey-depths.sh` found).
 /// In memory, 2v2 is solved again in value words: its shard is format
 /// version 2, the others' stay bytes (version 1), `stats` gives the
-/// depths and `verify --deep` finds every value right. With a work directory it is refused, with no table left behind
+/// depths and `verify --deep` finds every value right; with `--compress`,
+/// 2v2's shard is raw. With a work directory it is refused, with no table left behind
 /// rather than a wrong one.
 #[test]
 fn a_table_too_deep_for_the_value_byte_is_solved_in_words_in_memory_and_refused_streamed() {
@@ -213,6 +214,13 @@ fn a_table_too_deep_for_the_value_byte_is_solved_in_words_in_memory_and_refused_
     // Every value re-derived from its successors, across the two widths.
     let out = text(&succeeds(cwd, &["verify", "--deep", "t"]).stdout);
     assert!(out.contains("deep check ok"), "{out}");
+    // Compressed, 2v2's shard is raw (compressed shards hold bytes).
+    let compressed =
+        ["generate", "--men", "4", "--cards", "Cobra,Eel,Goose,Mantis,Rooster", "--out", "z", "--compress"];
+    succeeds(cwd, &[&compressed[..], &["--quiet"]].concat());
+    assert_eq!(entries(&cwd.join("z")), ["1v1.onitbz", "1v2.onitbz", "2v1.onitbz", "2v2.onitb"]);
+    assert_eq!(stats_json(cwd, "z"), stats);
+    fs::remove_dir_all(cwd.join("z")).unwrap();
     fs::remove_dir_all(cwd.join("t")).unwrap();
 
     let streamed = [&deep[..], &["--work", "w", "--mem", "8MiB"]].concat();
@@ -405,7 +413,7 @@ fn probe_and_verify_refuse_bad_input() {
 /// A table of value words (the 4-men table widened, as the solver writes
 /// tables too deep for bytes) through the binary: `stats`, `probe`, `play`
 /// and `verify` (`--deep` too) answer as on the byte table; `compress`
-/// refuses it, leaving nothing behind.
+/// keeps its shards raw, and refuses it win/draw/loss only.
 #[test]
 fn word_tables_answer_as_byte_tables_or_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
@@ -421,13 +429,18 @@ fn word_tables_answer_as_byte_tables_or_are_refused() {
     let out = text(&succeeds(cwd, &["verify", "w4"]).stdout);
     assert!(out.contains("checksums ok: 4 shards"), "{out}");
 
-    let refused = "tables with two-byte values (format version 2) is not supported yet";
     assert!(text(&succeeds(cwd, &["verify", "--deep", "w4"]).stdout).contains("deep check ok"));
     let out = text(&succeeds(cwd, &["verify", "--deep", "--sample", "1000", "w4"]).stdout);
     assert!(out.contains("deep check ok"), "{out}");
-    let stderr = fails(cwd, &["compress", "w4", "z4"], refused);
-    assert!(stderr.contains("compressing"), "{stderr}");
-    assert_eq!(entries(cwd), ["t4", "w4"], "no output, partial or not");
+    // Compressed shards hold bytes: shards of words are kept raw, and
+    // win/draw/loss-only compression is refused, leaving nothing behind.
+    let out = text(&succeeds(cwd, &["compress", "w4", "z4"]).stdout);
+    assert_eq!(out.matches("(two-byte values: kept raw)").count(), 4, "{out}");
+    assert_eq!(stats_json(cwd, "z4"), stats_json(cwd, "t4"));
+    let refused =
+        "win/draw/loss-only compression of tables with two-byte values (format version 2) is not supported yet";
+    fails(cwd, &["compress", "--wdl", "w4", "x4"], refused);
+    assert_eq!(entries(cwd), ["t4", "w4", "z4"], "no output, partial or not");
 
     // A flipped value byte is damage.
     let shard = cwd.join("w4").join("2v2.onitb");
