@@ -230,13 +230,23 @@ fn a_table_too_deep_for_the_value_byte_is_solved_in_words_in_memory_and_refused_
     assert_eq!(entries(cwd), ["w"], "the work directory stays, the table is not published");
 
     // With room to write finished materials' shards beside the solve, those
-    // stay too, and the message names them.
+    // stay too, and the message names them. (How many the writer, at idle
+    // priority, finished before 2v2 failed depends on the machine's load:
+    // all three on an idle one.)
     fs::remove_dir_all(cwd.join("w")).unwrap();
     let roomy = [&deep[..], &["--work", "w", "--mem", "1GiB"]].concat();
-    let stderr = fails(cwd, &roomy, "so the work directory w and the 3 finished shards in ");
-    let partial = entries(cwd).into_iter().find(|name| name.starts_with(".t.partial-")).expect("the shards stay");
-    assert!(stderr.contains(&partial), "{stderr}");
-    assert_eq!(entries(&cwd.join(&partial)), ["1v1.onitb", "1v2.onitb", "2v1.onitb"]);
+    let stderr = fails(cwd, &roomy, "--resume cannot finish this table either, so the work directory w");
+    let partial = entries(cwd).into_iter().find(|name| name.starts_with(".t.partial-"));
+    let shards = partial.as_ref().map_or(Vec::new(), |partial| entries(&cwd.join(partial)));
+    assert!(shards.iter().all(|s| ["1v1.onitb", "1v2.onitb", "2v1.onitb"].contains(&s.as_str())), "{shards:?}");
+    match (shards.len(), partial) {
+        (0, _) => assert!(!stderr.contains("finished shard"), "{stderr}"),
+        (n, Some(partial)) => {
+            let named = format!("and the {n} finished shard{} in ", if n == 1 { "" } else { "s" });
+            assert!(stderr.contains(&named) && stderr.contains(&partial), "{stderr}");
+        }
+        (_, None) => unreachable!("shards are in the partial output"),
+    }
 }
 
 #[test]
