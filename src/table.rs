@@ -300,15 +300,19 @@ mod tests {
         stats
     }
 
-    #[test]
-    fn byte_classes_agree_with_decoding_every_byte() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
+    /// A fixed sequence of test bytes from `seed` (xorshift64).
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             state
-        };
+        }
+    }
+
+    #[test]
+    fn byte_classes_agree_with_decoding_every_byte() {
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         // Lengths around the vector and round sizes, bytes from every
         // class and from a few only (runs of one byte overflow nothing).
         let round = CLASS_LANES * CLASS_ROUNDS;
@@ -335,13 +339,7 @@ mod tests {
 
     #[test]
     fn words_count_as_the_bytes_they_widen() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for len in [0, 1, 17, 4096, STATS_CHUNK_BYTES + 3] {
             let bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
             let words: Vec<u8> = bytes.iter().flat_map(|&b| crate::value::widen(b).to_le_bytes()).collect();

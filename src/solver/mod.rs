@@ -590,51 +590,43 @@ impl FinishedMaterial {
         if self.width == ValueWidth::Word {
             return self;
         }
-        let FinishedValues::Resident(bytes) = &self.values else {
-            unreachable!("a run that widens has no work directory")
-        };
-        let layout = LaneLayout::new(&self.index, (CARD_STATES * ValueWidth::Word.bytes()) as u64);
-        let mut words = vec![0u8; layout.total_bytes() as usize];
-        for g in 0..self.index.groups().len() {
-            let (from, to) = (self.values_layout.segment(g), layout.segment(g));
-            let words = &mut words[to.start as usize..to.end as usize];
-            for (k, &byte) in bytes[from.start as usize..from.end as usize].iter().enumerate() {
+        self.relaid(ValueWidth::Word, |bytes, words| {
+            for (k, &byte) in bytes.iter().enumerate() {
                 crate::value::set_word_at(words, k, crate::value::widen(byte));
             }
-        }
-        FinishedMaterial {
-            index: self.index,
-            values_layout: layout,
-            values: FinishedValues::Resident(words),
-            width: ValueWidth::Word,
-        }
+            true
+        })
     }
 
     /// The material with its values as value bytes if every one fits a
     /// byte (resident values only).
     fn narrowed(self) -> FinishedMaterial {
-        let FinishedValues::Resident(words) = &self.values else { return self };
-        if self.width == ValueWidth::Byte {
+        if self.width == ValueWidth::Byte || !matches!(self.values, FinishedValues::Resident(_)) {
             return self;
         }
-        let layout = LaneLayout::new(&self.index, CARD_STATES as u64);
-        let mut bytes = vec![0u8; layout.total_bytes() as usize];
+        self.relaid(ValueWidth::Byte, |words, bytes| {
+            bytes.iter_mut().enumerate().all(|(k, byte)| {
+                crate::value::narrow(crate::value::word_at(words, k)).map(|narrow| *byte = narrow).is_some()
+            })
+        })
+    }
+
+    /// The material with its resident values laid out again at `width`, a
+    /// group segment at a time by `relay(from, to)`; itself unchanged if
+    /// `relay` refuses a segment.
+    fn relaid(self, width: ValueWidth, relay: impl Fn(&[u8], &mut [u8]) -> bool) -> FinishedMaterial {
+        let FinishedValues::Resident(from) = &self.values else {
+            unreachable!("a run that changes widths has no work directory")
+        };
+        let layout = LaneLayout::new(&self.index, (CARD_STATES * width.bytes()) as u64);
+        let mut values = vec![0u8; layout.total_bytes() as usize];
         for g in 0..self.index.groups().len() {
-            let (from, to) = (self.values_layout.segment(g), layout.segment(g));
-            let words = &words[from.start as usize..from.end as usize];
-            for (k, byte) in bytes[to.start as usize..to.end as usize].iter_mut().enumerate() {
-                match crate::value::narrow(crate::value::word_at(words, k)) {
-                    Some(narrow) => *byte = narrow,
-                    None => return self,
-                }
+            let (a, b) = (self.values_layout.segment(g), layout.segment(g));
+            if !relay(&from[a.start as usize..a.end as usize], &mut values[b.start as usize..b.end as usize]) {
+                return self;
             }
         }
-        FinishedMaterial {
-            index: self.index,
-            values_layout: layout,
-            values: FinishedValues::Resident(bytes),
-            width: ValueWidth::Byte,
-        }
+        FinishedMaterial { index: self.index, values_layout: layout, values: FinishedValues::Resident(values), width }
     }
 
     fn into_solved(self) -> Result<SolvedMaterial, SolveError> {
