@@ -835,7 +835,7 @@ impl Reporter {
             }
             Progress::Widened { material } => {
                 self.line(format_args!(
-                    "{material}: needs a loss deeper than {} plies; solving it again, and the materials after it, with two-byte values",
+                    "{material}: needs a loss deeper than {} plies; going on with two-byte values, for it and the materials after it",
                     onitb::value::MAX_LOSS_PLIES
                 ));
             }

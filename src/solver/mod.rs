@@ -74,7 +74,7 @@ use packed_values::{PackedValues, PackedWriter};
 use rayon::prelude::*;
 use schedule::MoverSlices;
 use sparse::{Base, Pick};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -135,9 +135,9 @@ pub enum Progress {
         /// order (from its checkpoint; empty for a fresh run).
         earlier: Vec<PairTime>,
     },
-    /// A pair needs a loss deeper than a value byte holds: it is solved
-    /// again from the start with value words, and so is every later pair
-    /// (the finished materials are widened).
+    /// A pair needs a loss deeper than a value byte holds: it goes on
+    /// from there with value words, and so does every later pair (the
+    /// finished materials are widened).
     Widened {
         material: Material,
     },
@@ -225,9 +225,9 @@ pub struct SolveConfig {
     /// for the caller's own buffers beside the solve: a shard writer.
     pub reserved_bytes: u64,
     /// Bytes per value. None: bytes, and if a pair needs a loss deeper than
-    /// a byte holds and the run has no work directory, that pair again and
-    /// the later ones with value words (`Progress::Widened`). Words need
-    /// the run in memory: with a work directory they are refused.
+    /// a byte holds and the run has no work directory, that pair from there
+    /// on and the later ones with value words (`Progress::Widened`). Words
+    /// need the run in memory: with a work directory they are refused.
     pub value_width: Option<ValueWidth>,
 }
 
@@ -440,6 +440,19 @@ impl Work {
         ((self.planes.total_bytes() / 4) as usize, per_placement)
     }
 
+    /// A resident material's values as value words from now on (a pair
+    /// that needs a loss deeper than a byte holds goes on in words where it
+    /// stands: every value decided so far, and every capture value folded
+    /// in, fits a byte and is the same in a word). `next_event` stays: a
+    /// byte's events end before [`kernel`]'s deep-event mark.
+    fn widen_values(&mut self) {
+        let Storage::Resident(lanes) = &mut self.storage else { unreachable!("streamed pairs hold value bytes") };
+        assert_eq!(self.width, ValueWidth::Byte, "widened once");
+        let (values, words) = relaid_values(&self.index, &self.values, &lanes.values, ValueWidth::Word, widen_segment)
+            .expect("every byte widens");
+        (self.values, lanes.values, self.width) = (values, words, ValueWidth::Word);
+    }
+
     /// Lane bytes of the material: what holding it resident costs.
     fn resident_bytes(index: &MaterialIndex) -> u64 {
         ResidentLanes::bytes(&LaneLayout::new(index, 4), &LaneLayout::new(index, CARD_STATES as u64))
@@ -590,12 +603,7 @@ impl FinishedMaterial {
         if self.width == ValueWidth::Word {
             return self;
         }
-        self.relaid(ValueWidth::Word, |bytes, words| {
-            for (k, &byte) in bytes.iter().enumerate() {
-                crate::value::set_word_at(words, k, crate::value::widen(byte));
-            }
-            true
-        })
+        self.relaid(ValueWidth::Word, widen_segment)
     }
 
     /// The material with its values as value bytes if every one fits a
@@ -611,22 +619,19 @@ impl FinishedMaterial {
         })
     }
 
-    /// The material with its resident values laid out again at `width`, a
-    /// group segment at a time by `relay(from, to)`; itself unchanged if
-    /// `relay` refuses a segment.
-    fn relaid(self, width: ValueWidth, relay: impl Fn(&[u8], &mut [u8]) -> bool) -> FinishedMaterial {
+    /// The material with its resident values laid out again at `width` by
+    /// `relay` (see [`relaid_values`]); itself unchanged if `relay` refuses
+    /// a segment.
+    fn relaid(self, width: ValueWidth, relay: impl Fn(&[u8], &mut [u8]) -> bool + Sync) -> FinishedMaterial {
         let FinishedValues::Resident(from) = &self.values else {
             unreachable!("a run that changes widths has no work directory")
         };
-        let layout = LaneLayout::new(&self.index, (CARD_STATES * width.bytes()) as u64);
-        let mut values = vec![0u8; layout.total_bytes() as usize];
-        for g in 0..self.index.groups().len() {
-            let (a, b) = (self.values_layout.segment(g), layout.segment(g));
-            if !relay(&from[a.start as usize..a.end as usize], &mut values[b.start as usize..b.end as usize]) {
-                return self;
+        match relaid_values(&self.index, &self.values_layout, from, width, relay) {
+            Some((values_layout, values)) => {
+                FinishedMaterial { index: self.index, values_layout, values: FinishedValues::Resident(values), width }
             }
+            None => self,
         }
-        FinishedMaterial { index: self.index, values_layout: layout, values: FinishedValues::Resident(values), width }
     }
 
     fn into_solved(self) -> Result<SolvedMaterial, SolveError> {
@@ -637,6 +642,35 @@ impl FinishedMaterial {
         })?;
         Ok(SolvedMaterial { index: self.index, values, width: self.width })
     }
+}
+
+/// A value lane laid out again at `width`: every group segment of `from`
+/// (laid out by `layout`) handed to `relay(from, to)` with the group's
+/// segment of a new lane, groups in parallel; None if `relay` refuses one.
+fn relaid_values(
+    index: &MaterialIndex,
+    layout: &LaneLayout,
+    from: &[u8],
+    width: ValueWidth,
+    relay: impl Fn(&[u8], &mut [u8]) -> bool + Sync,
+) -> Option<(LaneLayout, Vec<u8>)> {
+    let to_layout = LaneLayout::new(index, (CARD_STATES * width.bytes()) as u64);
+    let mut to = vec![0u8; to_layout.total_bytes() as usize];
+    let range = |segment: Range<u64>| segment.start as usize..segment.end as usize;
+    let groups = 0..index.groups().len();
+    let fits = carve_mut(&mut to, groups.clone().map(|g| range(to_layout.segment(g))))
+        .into_par_iter()
+        .zip(groups.into_par_iter())
+        .all(|(to, g)| relay(&from[range(layout.segment(g))], to));
+    fits.then_some((to_layout, to))
+}
+
+/// Value words for value bytes, a lane segment at a time.
+fn widen_segment(bytes: &[u8], words: &mut [u8]) -> bool {
+    for (k, &byte) in bytes.iter().enumerate() {
+        crate::value::set_word_at(words, k, crate::value::widen(byte));
+    }
+    true
 }
 
 /// Every material of a table, solved.
@@ -2164,6 +2198,7 @@ fn solve_pair(
     mut window: Option<(&mut Window, &mut DiskIo)>,
     resume: Option<&PairRecord>,
     mut checkpoints: Option<PairCheckpoints>,
+    may_widen: bool,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(), SolveError> {
     macro_rules! reborrow {
@@ -2213,7 +2248,12 @@ fn solve_pair(
     while !state.steps_done {
         let depth = state.depth_plies + 1;
         if depth > works[0].width.max_loss_plies() + 1 {
-            return Err(SolveError::TooDeep(works[0].index.material));
+            let material = works[0].index.material;
+            if !may_widen || window.is_some() {
+                return Err(SolveError::TooDeep(material));
+            }
+            works.iter_mut().for_each(Work::widen_values);
+            progress(Progress::Widened { material });
         }
         let (mut new, mut groups_visited, mut times) = (0, 0, StepTimes::default());
         for work in works.iter_mut() {
@@ -2276,7 +2316,6 @@ fn io_block_bytes(budget_bytes: Option<u64>) -> u64 {
 
 /// Materials solved together: a material and its mirror, or a material
 /// that is its own mirror alone.
-#[derive(Clone)]
 struct Pair {
     members: Vec<Material>,
     /// The memory the pair needs solved in memory: its resident lanes and
@@ -2374,9 +2413,7 @@ pub fn solve_with(
     let mut streamed_pairs = 0;
     let mut pairs = 0;
     let mut disk: Option<DiskIo> = None;
-    let mut all_pairs: VecDeque<Pair> = all_pairs.into();
-    while let Some(planned) = all_pairs.pop_front() {
-        let again = planned.clone();
+    for planned in all_pairs {
         let streamed = planned.is_streamed(config);
         let Pair { members, resident_bytes } = planned;
         let material = members[0];
@@ -2515,24 +2552,8 @@ pub fn solve_with(
             started,
             spent_before,
         });
-        match solve_pair(rules, &moves, &mut works, &captured, streaming, resume.as_ref(), checkpoints, progress) {
-            // Too deep for bytes: the pair again, and every later one, in
-            // words; the finished materials are widened (values that fit a
-            // byte are the same in a word, so the table does not depend on
-            // where this happens).
-            Err(SolveError::TooDeep(deep)) if may_widen && width == ValueWidth::Byte => {
-                drop(works);
-                drop(captured);
-                drop(loaded);
-                solved = std::mem::take(&mut solved).into_iter().map(|(m, f)| (m, f.widened())).collect();
-                width = ValueWidth::Word;
-                progress(Progress::Widened { material: deep });
-                all_pairs.push_front(again);
-                pairs -= 1;
-                continue;
-            }
-            result => result?,
-        }
+        let widen = may_widen && !streamed;
+        solve_pair(rules, &moves, &mut works, &captured, streaming, resume.as_ref(), checkpoints, widen, progress)?;
         if let Some(window) = &window {
             io.bytes_read += window.io.bytes_read;
             io.bytes_written += window.io.bytes_written;
@@ -2541,6 +2562,14 @@ pub fn solve_with(
         drop(window);
         drop(captured);
         drop(loaded);
+        // Too deep for bytes: the pair went on in words, and so does every
+        // later one; the finished materials are widened (values that fit a
+        // byte are the same in a word, so the table does not depend on
+        // where this happens).
+        if works[0].width != width {
+            solved = std::mem::take(&mut solved).into_iter().map(|(m, f)| (m, f.widened())).collect();
+            width = ValueWidth::Word;
+        }
         for mut work in works {
             let material = work.index.material;
             // Only the values live on: the budget counted the planes and
@@ -2743,8 +2772,8 @@ mod tests {
 
     /// Cobra,Eel,Goose,Mantis,Rooster's 2v2 loses in up to 292 plies
     /// (the reference solver; README, "Limits"): a run in memory finds
-    /// that a byte cannot hold it, says so, and solves 2v2 again in value
-    /// words, the materials before it widened: the table solved in words
+    /// that a byte cannot hold it, says so, and solves 2v2 on from there in
+    /// value words, the materials before it widened: the table solved in words
     /// throughout, with or without the mirror's steps, but with words only
     /// where bytes do not hold the values. A run with a work directory
     /// cannot, and says why.
