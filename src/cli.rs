@@ -571,25 +571,18 @@ fn generate(args: GenerateArgs) -> Result<()> {
         }
         Ok((solved, per))
     });
-    let (solved, per) = solved_and_written.map_err(|error| {
-        let Some(work) = &args.work else { return error };
+    let (solved, per) = solved_and_written.inspect_err(|_| {
         // Only a run with a work directory keeps its output (store::OutputDir).
+        if args.work.is_none() {
+            return;
+        }
         let entries = std::fs::read_dir(out.partial()).into_iter().flatten().flatten();
         let shards = entries.filter(|e| onitb::store::is_shard_name(&e.file_name().to_string_lossy())).count();
-        let (plural, verb) = if shards == 1 { ("", "stays") } else { ("s", "stay") };
-        let kept = (shards > 0).then(|| format!("{shards} finished shard{plural} in {}", out.partial().display()));
-        if matches!(error.downcast_ref(), Some(solver::SolveError::TooDeep(_))) {
-            // Resuming would solve the same pair to the same depth again.
-            let also = kept.map(|kept| format!(" and the {kept}")).unwrap_or_default();
-            return anyhow::anyhow!(
-                "{error:#}; --resume cannot finish this table either, so the work directory {}{also} can be removed",
-                work.display()
-            );
+        if shards > 0 {
+            let (plural, verb) = if shards == 1 { ("", "stays") } else { ("s", "stay") };
+            let partial = out.partial().display();
+            reporter.warning(format_args!("{shards} finished shard{plural} in {partial} {verb} for --resume"));
         }
-        if let Some(kept) = kept {
-            reporter.warning(format_args!("{kept} {verb} for --resume"));
-        }
-        error
     })?;
     let total = per.values().fold(Stats::default(), |a, &b| Stats::merge(a, b));
     let per: Vec<(Material, Stats)> = per.into_iter().collect();

@@ -95,11 +95,10 @@ pub enum SolveError {
     #[error("table size must be 1..={MAX_PIECES_PER_SIDE} pieces per side, got {0}")]
     Size(usize),
     #[error(
-        "material {0} needs a loss deeper than {MAX_LOSS_PLIES} plies, which one-byte values cannot hold, and a run with a work directory solves with those only (README: Limits)"
+        "material {material} needs two-byte values ({why}), and a pair streamed through the work directory holds one-byte values only; with a budget (--mem) of at least {} ({in_memory_bytes} bytes) it is solved in memory (README: Limits)",
+        crate::blockio::format_size(*in_memory_bytes)
     )]
-    TooDeep(Material),
-    #[error("two-byte values are solved in memory only, not through a work directory (README: Limits)")]
-    WordsNeedMemory,
+    TooDeep { material: Material, why: WordsFor, in_memory_bytes: u64 },
     #[error(
         "a memory budget of {} cannot hold the largest group of this table with its landing slice; the minimum is {} ({minimum_bytes} bytes)",
         crate::blockio::format_size(*budget_bytes),
@@ -112,6 +111,38 @@ pub enum SolveError {
     Disk(#[from] DiskError),
     #[error(transparent)]
     Checkpoint(#[from] checkpoint::CheckpointError),
+}
+
+/// Why a pair needs value words (`SolveError::TooDeep`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WordsFor {
+    /// It has a loss deeper than a value byte holds.
+    DeepLoss,
+    /// Its captures lead to this material, which has value words.
+    Captures(Material),
+    /// The run asked for words throughout (`SolveConfig::value_width`).
+    Asked,
+}
+
+impl std::fmt::Display for WordsFor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WordsFor::DeepLoss => write!(f, "a loss deeper than {MAX_LOSS_PLIES} plies"),
+            WordsFor::Captures(m) => write!(f, "its captures lead to {m}, which has them"),
+            WordsFor::Asked => write!(f, "as asked"),
+        }
+    }
+}
+
+/// What a resident pair does when its steps pass what a value byte holds.
+#[derive(Clone, Copy, Debug)]
+enum Widening {
+    /// Goes on in words (`Work::widen_values`), first dropping its kept
+    /// move lists if the budget holds its lanes in words only without them.
+    InPlace { drop_move_lists: bool },
+    /// Stops with `SolveError::TooDeep`: a streamed pair, a run that asked
+    /// for bytes, or a budget below `in_memory_bytes`.
+    Refused { in_memory_bytes: u64 },
 }
 
 /// A pair as the solver plans to solve it, before it starts.
@@ -448,14 +479,9 @@ impl Work {
     fn widen_values(&mut self) {
         let Storage::Resident(lanes) = &mut self.storage else { unreachable!("streamed pairs hold value bytes") };
         assert_eq!(self.width, ValueWidth::Byte, "widened once");
-        let (values, words) = relaid_values(&self.index, &self.values, &lanes.values, ValueWidth::Word, widen_segment)
-            .expect("every byte widens");
-        (self.values, lanes.values, self.width) = (values, words, ValueWidth::Word);
-    }
-
-    /// Lane bytes of the material: what holding it resident costs.
-    fn resident_bytes(index: &MaterialIndex) -> u64 {
-        ResidentLanes::bytes(&LaneLayout::new(index, 4), &LaneLayout::new(index, CARD_STATES as u64))
+        let words = LaneLayout::new(&self.index, (CARD_STATES * ValueWidth::Word.bytes()) as u64);
+        widen_in_place(&mut lanes.values, &self.values, &words);
+        (self.values, self.width) = (words, ValueWidth::Word);
     }
 }
 
@@ -597,41 +623,43 @@ impl FinishedMaterial {
         open_finished(dir, material)
     }
 
-    /// The material with its values as value words (a run that widens
-    /// keeps its values in memory).
-    fn widened(self) -> FinishedMaterial {
-        if self.width == ValueWidth::Word {
-            return self;
-        }
-        self.relaid(ValueWidth::Word, widen_segment)
+    fn is_packed(&self) -> bool {
+        matches!(self.values, FinishedValues::Packed(_))
     }
 
-    /// The material with its values as value bytes if every one fits a
-    /// byte (resident values only).
-    fn narrowed(self) -> FinishedMaterial {
-        if self.width == ValueWidth::Byte || !matches!(self.values, FinishedValues::Resident(_)) {
-            return self;
+    /// The values in memory of their own, at `width` (value bytes are
+    /// widened for a pair solved in words; words are never narrowed): what
+    /// a resident pair reads its captures from. Counts what is read from
+    /// packed values in `io`.
+    fn loaded(&self, width: ValueWidth, io: &mut IoTotals) -> Result<(LaneLayout, AlignedBuf), SolveError> {
+        let layout = LaneLayout::new(&self.index, (CARD_STATES * width.bytes()) as u64);
+        let len = layout.total_bytes() as usize;
+        let mut buffer = AlignedBuf::zeroed(len)?;
+        let groups: Vec<usize> = (0..self.index.groups().len()).collect();
+        if let FinishedValues::Packed(packed) = &self.values {
+            io.bytes_read += packed.packed_bytes(groups.iter().copied());
         }
-        self.relaid(ValueWidth::Byte, |words, bytes| {
-            bytes.iter_mut().enumerate().all(|(k, byte)| {
-                crate::value::narrow(crate::value::word_at(words, k)).map(|narrow| *byte = narrow).is_some()
-            })
-        })
-    }
-
-    /// The material with its resident values laid out again at `width` by
-    /// `relay` (see [`relaid_values`]); itself unchanged if `relay` refuses
-    /// a segment.
-    fn relaid(self, width: ValueWidth, relay: impl Fn(&[u8], &mut [u8]) -> bool + Sync) -> FinishedMaterial {
-        let FinishedValues::Resident(from) = &self.values else {
-            unreachable!("a run that changes widths has no work directory")
-        };
-        match relaid_values(&self.index, &self.values_layout, from, width, relay) {
-            Some((values_layout, values)) => {
-                FinishedMaterial { index: self.index, values_layout, values: FinishedValues::Resident(values), width }
+        match (&self.values, self.width == width) {
+            (FinishedValues::Packed(packed), true) => {
+                unpack_groups(packed, &layout, (&groups, 0), &mut buffer.bytes_mut()[..len])?;
             }
-            None => self,
+            (_, same) => {
+                assert!(!same && width == ValueWidth::Word, "captured values are widened, never narrowed");
+                // Chunks hold whole groups' segments, in group order.
+                let mut groups = groups.into_iter();
+                self.for_each_chunk(UNPACK_BATCH_BYTES_DEFAULT, |mut chunk| {
+                    while !chunk.is_empty() {
+                        let g = groups.next().expect("chunks hold the material's groups");
+                        let (from, to) = (self.values_layout.segment(g), layout.segment(g));
+                        let (bytes, rest) = chunk.split_at((from.end - from.start) as usize);
+                        widen_segment(bytes, &mut buffer.bytes_mut()[to.start as usize..to.end as usize]);
+                        chunk = rest;
+                    }
+                    Ok::<_, SolveError>(())
+                })?;
+            }
         }
+        Ok((layout, buffer))
     }
 
     fn into_solved(self) -> Result<SolvedMaterial, SolveError> {
@@ -663,6 +691,37 @@ fn relaid_values(
         .zip(groups.into_par_iter())
         .all(|(to, g)| relay(&from[range(layout.segment(g))], to));
     fits.then_some((to_layout, to))
+}
+
+/// Value bytes for value words, a lane segment at a time; false if one
+/// does not fit a byte.
+fn narrow_segment(words: &[u8], bytes: &mut [u8]) -> bool {
+    (bytes.iter_mut().enumerate())
+        .all(|(k, byte)| crate::value::narrow(crate::value::word_at(words, k)).map(|narrow| *byte = narrow).is_some())
+}
+
+/// Widens a value lane laid out by `bytes` into the value words of the
+/// layout `words`, in the same vector: it grows (in place, for a mapping
+/// as large as a lane), and the bytes are widened from the last to the
+/// first. So the memory is the word lane's, not both lanes'. (A word never
+/// lands on a byte not yet read: group g's words start at or after its
+/// bytes, since each segment before it is at least as long, and a byte k
+/// places of a segment in moves to 2k places in.)
+fn widen_in_place(values: &mut Vec<u8>, bytes: &LaneLayout, words: &LaneLayout) {
+    assert_eq!(values.len() as u64, bytes.total_bytes(), "a whole lane");
+    values.resize(words.total_bytes() as usize, 0);
+    for g in (0..bytes.groups()).rev() {
+        let (from, to) = (bytes.segment(g), words.segment(g));
+        assert!(to.start >= from.start, "words never overtake the bytes still to read");
+        let (from, to) = (from.start as usize..from.end as usize, to.start as usize..to.end as usize);
+        for k in (0..from.len()).rev() {
+            let word = crate::value::widen(values[from.start + k]);
+            values[to.start + 2 * k..to.start + 2 * k + 2].copy_from_slice(&word.to_le_bytes());
+        }
+        // The padding after the segment held bytes of other groups.
+        let padded = words.span(g..g + 1).end as usize;
+        values[to.end..padded].fill(0);
+    }
 }
 
 /// Value words for value bytes, a lane segment at a time.
@@ -2198,7 +2257,7 @@ fn solve_pair(
     mut window: Option<(&mut Window, &mut DiskIo)>,
     resume: Option<&PairRecord>,
     mut checkpoints: Option<PairCheckpoints>,
-    may_widen: bool,
+    widening: Widening,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(), SolveError> {
     macro_rules! reborrow {
@@ -2249,11 +2308,21 @@ fn solve_pair(
         let depth = state.depth_plies + 1;
         if depth > works[0].width.max_loss_plies() + 1 {
             let material = works[0].index.material;
-            if !may_widen || window.is_some() {
-                return Err(SolveError::TooDeep(material));
+            match widening {
+                Widening::InPlace { drop_move_lists } if window.is_none() => {
+                    for work in works.iter_mut() {
+                        if drop_move_lists {
+                            (work.kept, work.fresh_placements) = (None, None);
+                        }
+                        work.widen_values();
+                    }
+                    progress(Progress::Widened { material });
+                }
+                Widening::InPlace { .. } => unreachable!("streamed pairs do not widen"),
+                Widening::Refused { in_memory_bytes } => {
+                    return Err(SolveError::TooDeep { material, why: WordsFor::DeepLoss, in_memory_bytes });
+                }
             }
-            works.iter_mut().for_each(Work::widen_values);
-            progress(Progress::Widened { material });
         }
         let (mut new, mut groups_visited, mut times) = (0, 0, StepTimes::default());
         for work in works.iter_mut() {
@@ -2319,34 +2388,49 @@ fn io_block_bytes(budget_bytes: Option<u64>) -> u64 {
 struct Pair {
     members: Vec<Material>,
     /// The memory the pair needs solved in memory: its resident lanes and
-    /// the values of the materials its captures lead to.
+    /// the values of the materials its captures lead to, with value bytes.
     resident_bytes: u64,
+    /// The same with value words: an upper bound of what a pair solved in
+    /// bytes holds while it is widened (`Work::widen_values`), and what one
+    /// solved in words holds.
+    resident_word_bytes: u64,
 }
 
 impl Pair {
-    /// Is the pair streamed through the work directory (it does not fit the
-    /// budget, or the tests force it) rather than solved in memory?
-    fn is_streamed(&self, config: &SolveConfig) -> bool {
+    /// Is the pair, solved with values of `width`, streamed through the
+    /// work directory (it does not fit the budget, or the tests force it)
+    /// rather than solved in memory?
+    fn is_streamed(&self, config: &SolveConfig, width: ValueWidth) -> bool {
         config.work_dir.is_some()
-            && (config.force_streamed || config.budget_bytes.is_some_and(|b| b < self.resident_bytes))
+            && (config.force_streamed || config.budget_bytes.is_some_and(|b| b < self.resident_bytes_at(width)))
+    }
+
+    fn resident_bytes_at(&self, width: ValueWidth) -> u64 {
+        match width {
+            ValueWidth::Byte => self.resident_bytes,
+            ValueWidth::Word => self.resident_word_bytes,
+        }
     }
 }
 
 /// The pairs with 1..=`max_per_side` pieces per side, in the order they are
 /// solved (each after the materials its captures lead to).
 fn pairs_up_to(max_per_side: usize) -> Vec<Pair> {
-    let resident_bytes = |m: Material| {
+    let resident_bytes = |m: Material, width: ValueWidth| {
         let captured = (m.opponent > 1).then(|| Material::new(m.opponent as usize - 1, m.mover as usize));
-        Work::resident_bytes(&MaterialIndex::new(m))
-            + captured.map_or(0, |c| LaneLayout::new(&MaterialIndex::new(c), CARD_STATES as u64).total_bytes())
+        let values = |index: &MaterialIndex| LaneLayout::new(index, (CARD_STATES * width.bytes()) as u64);
+        let index = MaterialIndex::new(m);
+        ResidentLanes::bytes(&LaneLayout::new(&index, 4), &values(&index))
+            + captured.map_or(0, |c| values(&MaterialIndex::new(c)).total_bytes())
     };
     Material::all_up_to(max_per_side)
         .into_iter()
         .filter(|m| m.mover <= m.opponent)
         .map(|m| {
             let members = if m.mover == m.opponent { vec![m] } else { vec![m, m.flipped()] };
-            let resident_bytes = members.iter().map(|&m| resident_bytes(m)).sum();
-            Pair { members, resident_bytes }
+            let at = |width| members.iter().map(|&m| resident_bytes(m, width)).sum();
+            let (resident_bytes, resident_word_bytes) = (at(ValueWidth::Byte), at(ValueWidth::Word));
+            Pair { members, resident_bytes, resident_word_bytes }
         })
         .collect()
 }
@@ -2369,11 +2453,6 @@ pub fn solve_with(
     config: &SolveConfig,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<Solved, SolveError> {
-    let mut width = config.value_width.unwrap_or_default();
-    if width == ValueWidth::Word && config.work_dir.is_some() {
-        return Err(SolveError::WordsNeedMemory);
-    }
-    let may_widen = config.value_width.is_none() && config.work_dir.is_none();
     if !(1..=MAX_PIECES_PER_SIDE).contains(&max_per_side) {
         return Err(SolveError::Size(max_per_side));
     }
@@ -2403,7 +2482,7 @@ pub fn solve_with(
         .map(|pair| PairPlan {
             materials: [pair.members[0], pair.members[0].flipped()],
             layouts: pair.members.iter().map(|&m| MaterialIndex::new(m).layouts()).sum(),
-            streamed: pair.is_streamed(config),
+            streamed: pair.is_streamed(config, config.value_width.unwrap_or_default()),
         })
         .collect();
     let earlier = checkpoint.as_ref().map_or(Vec::new(), |cp| cp.pair_times().to_vec());
@@ -2414,15 +2493,13 @@ pub fn solve_with(
     let mut pairs = 0;
     let mut disk: Option<DiskIo> = None;
     for planned in all_pairs {
-        let streamed = planned.is_streamed(config);
-        let Pair { members, resident_bytes } = planned;
-        let material = members[0];
+        let material = planned.members[0];
         let pair = [material, material.flipped()];
         pairs += 1;
         if let (Some(dir), Some(cp)) = (&config.work_dir, &checkpoint)
-            && members.iter().all(|m| cp.is_finished(*m))
+            && planned.members.iter().all(|m| cp.is_finished(*m))
         {
-            for &m in &members {
+            for &m in &planned.members {
                 solved.insert(m, open_finished(dir, m)?);
             }
             progress(Progress::MaterialResumed { materials: pair });
@@ -2430,6 +2507,29 @@ pub fn solve_with(
         }
         let captured_of =
             |m: Material| (m.opponent > 1).then(|| &solved[&Material::new(m.opponent as usize - 1, m.mover as usize)]);
+        // Bytes, unless the run asks for words or captures lead to a
+        // material with words (whose values a byte may not hold): a pair
+        // that goes deeper than bytes widens as it goes (`Widening`).
+        let word_captures =
+            planned.members.iter().filter_map(|&m| captured_of(m)).find(|c| c.width == ValueWidth::Word);
+        let width = match (config.value_width, word_captures) {
+            (Some(width), _) => width,
+            (None, Some(_)) => ValueWidth::Word,
+            (None, None) => ValueWidth::Byte,
+        };
+        let streamed = planned.is_streamed(config, width);
+        let in_memory_bytes = planned.resident_word_bytes;
+        if streamed && width == ValueWidth::Word {
+            let why = word_captures.map_or(WordsFor::Asked, |c| WordsFor::Captures(c.material()));
+            return Err(SolveError::TooDeep { material, why, in_memory_bytes });
+        }
+        let widening = match (config.value_width, config.budget_bytes) {
+            (None, _) if streamed => Widening::Refused { in_memory_bytes },
+            (None, None) => Widening::InPlace { drop_move_lists: false },
+            (None, Some(budget)) if budget >= in_memory_bytes => Widening::InPlace { drop_move_lists: true },
+            _ => Widening::Refused { in_memory_bytes },
+        };
+        let Pair { members, resident_bytes, .. } = planned;
         let indexes: Vec<MaterialIndex> = members.iter().map(|&m| MaterialIndex::new(m)).collect();
         if streamed && disk.is_none() {
             let opened = DiskIo::new(config.io, io_block as usize, IO_BLOCKS)?;
@@ -2481,37 +2581,29 @@ pub fn solve_with(
         progress(Progress::MaterialStarted { materials: pair, layouts, streamed, resumed_at_plies, spent_before });
         // Resident pairs hold their captured materials in memory too;
         // streamed ones unpack them a slice at a time.
-        let mut loaded: Vec<Option<AlignedBuf>> = Vec::new();
+        // (at the pair's width: a material in bytes that a pair in words
+        // captures into is widened for it).
+        let mut loaded: Vec<Option<(LaneLayout, AlignedBuf)>> = Vec::new();
         for &m in &members {
-            let bytes = match captured_of(m) {
-                Some(FinishedMaterial { values: FinishedValues::Packed(packed), values_layout, index, .. })
-                    if !streamed =>
-                {
-                    let len = values_layout.total_bytes() as usize;
-                    let mut buffer = AlignedBuf::zeroed(len)?;
-                    let groups: Vec<usize> = (0..index.groups().len()).collect();
-                    unpack_groups(packed, values_layout, (&groups, 0), &mut buffer.bytes_mut()[..len])?;
-                    io.bytes_read += packed.packed_bytes(groups);
-                    Some(buffer)
-                }
-                _ => None,
-            };
-            loaded.push(bytes);
+            let load = |c: &&FinishedMaterial| !streamed && (c.width != width || c.is_packed());
+            loaded.push(captured_of(m).filter(load).map(|c| c.loaded(width, &mut io)).transpose()?);
         }
         let captured: Vec<Option<Captured>> = members
             .iter()
             .zip(&loaded)
             .map(|(&m, loaded)| {
-                captured_of(m).map(|c| Captured {
-                    index: &c.index,
-                    layout: &c.values_layout,
-                    values: match (&c.values, loaded) {
-                        (_, Some(buffer)) => {
-                            CapturedValues::Resident(&buffer.bytes()[..c.values_layout.total_bytes() as usize])
-                        }
-                        (FinishedValues::Resident(bytes), None) => CapturedValues::Resident(bytes),
-                        (FinishedValues::Packed(packed), None) => CapturedValues::Packed(packed),
+                captured_of(m).map(|c| match (&c.values, loaded) {
+                    (_, Some((layout, buffer))) => Captured {
+                        index: &c.index,
+                        layout,
+                        values: CapturedValues::Resident(&buffer.bytes()[..layout.total_bytes() as usize]),
                     },
+                    (FinishedValues::Resident(bytes), None) => {
+                        Captured { index: &c.index, layout: &c.values_layout, values: CapturedValues::Resident(bytes) }
+                    }
+                    (FinishedValues::Packed(packed), None) => {
+                        Captured { index: &c.index, layout: &c.values_layout, values: CapturedValues::Packed(packed) }
+                    }
                 })
             })
             .collect();
@@ -2552,8 +2644,7 @@ pub fn solve_with(
             started,
             spent_before,
         });
-        let widen = may_widen && !streamed;
-        solve_pair(rules, &moves, &mut works, &captured, streaming, resume.as_ref(), checkpoints, widen, progress)?;
+        solve_pair(rules, &moves, &mut works, &captured, streaming, resume.as_ref(), checkpoints, widening, progress)?;
         if let Some(window) = &window {
             io.bytes_read += window.io.bytes_read;
             io.bytes_written += window.io.bytes_written;
@@ -2562,50 +2653,55 @@ pub fn solve_with(
         drop(window);
         drop(captured);
         drop(loaded);
-        // Too deep for bytes: the pair went on in words, and so does every
-        // later one; the finished materials are widened (values that fit a
-        // byte are the same in a word, so the table does not depend on
-        // where this happens).
-        if works[0].width != width {
-            solved = std::mem::take(&mut solved).into_iter().map(|(m, f)| (m, f.widened())).collect();
-            width = ValueWidth::Word;
-        }
         for mut work in works {
             let material = work.index.material;
             // Only the values live on: the budget counted the planes and
             // the move lists, not a second copy of the values beside them.
             (work.kept, work.fresh_placements) = (None, None);
-            let finished = match (&config.work_dir, work.storage) {
-                (None, Storage::Resident(lanes)) => FinishedValues::Resident(lanes.into_values()),
-                (Some(dir), Storage::Resident(lanes)) => {
+            let Work { index, values: mut layout, mut width, storage, .. } = work;
+            let resident = match storage {
+                Storage::Resident(lanes) => {
                     let values = lanes.into_values();
-                    let mut packer = PackedWriter::create(dir, material, &work.values)?;
-                    for g in 0..work.index.groups().len() {
-                        let segment = work.values.segment(g);
+                    // Words that all fit a byte are stored as bytes, unless
+                    // the run asked for a width: so a table holds words only
+                    // where it must, whichever way the run got there.
+                    let fits = (config.value_width.is_none() && width == ValueWidth::Word)
+                        .then(|| relaid_values(&index, &layout, &values, ValueWidth::Byte, narrow_segment))
+                        .flatten();
+                    Ok(match fits {
+                        Some((bytes_layout, bytes)) => {
+                            (layout, width) = (bytes_layout, ValueWidth::Byte);
+                            bytes
+                        }
+                        None => values,
+                    })
+                }
+                Storage::OnDisk(files) => Err(files),
+            };
+            let finished = match (&config.work_dir, resident) {
+                (None, Ok(values)) => FinishedValues::Resident(values),
+                (Some(dir), Ok(values)) => {
+                    let mut packer = PackedWriter::create(dir, material, &layout)?;
+                    for g in 0..index.groups().len() {
+                        let segment = layout.segment(g);
                         packer.put(g, &values[segment.start as usize..segment.end as usize])?;
                     }
                     drop(values);
-                    let packed = packer.finish(&work.values)?;
-                    io.bytes_written += packed.packed_bytes(0..work.index.groups().len());
+                    let packed = packer.finish(&layout)?;
+                    io.bytes_written += packed.packed_bytes(0..index.groups().len());
                     // Plane files of an earlier streamed attempt (resumed
                     // with a budget that now holds the pair) are not needed.
                     work_files::remove_planes(dir, material);
                     FinishedValues::Packed(packed)
                 }
-                (Some(dir), Storage::OnDisk(files)) => {
+                (Some(dir), Err(files)) => {
                     let disk = disk.as_mut().expect("opened for streamed pairs");
                     files.finish(dir, material, disk)?;
-                    FinishedValues::Packed(PackedValues::open(
-                        &packed_values::packed_path(dir, material),
-                        &work.values,
-                    )?)
+                    FinishedValues::Packed(PackedValues::open(&packed_values::packed_path(dir, material), &layout)?)
                 }
-                (None, Storage::OnDisk(_)) => unreachable!("lanes on disk need a work directory"),
+                (None, Err(_)) => unreachable!("lanes on disk need a work directory"),
             };
-            solved.insert(
-                material,
-                FinishedMaterial { index: work.index, values_layout: work.values, values: finished, width: work.width },
-            );
+            solved.insert(material, FinishedMaterial { index, values_layout: layout, values: finished, width });
         }
         if let Some(cp) = &mut checkpoint {
             let spent_ms = millis(spent_before + started.elapsed());
@@ -2617,7 +2713,7 @@ pub fn solve_with(
     // A run that widened keeps words only where a byte cannot hold the
     // values: the other materials' shards are what they would be without
     // the deep ones.
-    let materials = solved.into_values().map(|f| if may_widen { f.narrowed() } else { f }).collect();
+    let materials = solved.into_values().collect();
     let _work_lock = checkpoint.map(Checkpoint::into_lock);
     Ok(Solved { rules: *rules, max_per_side, materials, io, streamed_pairs, pairs, _work_lock })
 }
@@ -2712,9 +2808,15 @@ pub fn remove_work_files(dir: &Path, solved: &Solved) -> std::io::Result<()> {
 /// A material finished by an earlier run: its packed values in the work dir.
 fn open_finished(dir: &Path, material: Material) -> Result<FinishedMaterial, SolveError> {
     let index = MaterialIndex::new(material);
-    let values_layout = LaneLayout::new(&index, CARD_STATES as u64);
-    let packed = PackedValues::open(&packed_values::packed_path(dir, material), &values_layout)?;
-    Ok(FinishedMaterial { index, values_layout, values: FinishedValues::Packed(packed), width: ValueWidth::Byte })
+    let path = packed_values::packed_path(dir, material);
+    let per_layout = PackedValues::bytes_per_layout(&path)?;
+    let width = [ValueWidth::Byte, ValueWidth::Word]
+        .into_iter()
+        .find(|w| (CARD_STATES * w.bytes()) as u64 == per_layout)
+        .ok_or_else(|| DiskError::Damaged { path: path.clone(), what: "packed with an unknown value width" })?;
+    let values_layout = LaneLayout::new(&index, per_layout);
+    let packed = PackedValues::open(&path, &values_layout)?;
+    Ok(FinishedMaterial { index, values_layout, values: FinishedValues::Packed(packed), width })
 }
 
 #[cfg(test)]
@@ -2776,7 +2878,10 @@ mod tests {
     /// value words, the materials before it widened: the table solved in words
     /// throughout, with or without the mirror's steps, but with words only
     /// where bytes do not hold the values. A run with a work directory
-    /// cannot, and says why.
+    /// does the same while 2v2 is solved in memory, and reopens 2v2's
+    /// packed words when resumed; a streamed 2v2, or one whose widened
+    /// lanes its budget cannot hold, is refused with the budget that would
+    /// hold it.
     #[test]
     fn a_table_too_deep_for_bytes_is_solved_in_words() {
         let names = ["Cobra", "Eel", "Goose", "Mantis", "Rooster"];
@@ -2808,12 +2913,89 @@ mod tests {
         }
 
         let dir = tempfile::tempdir().unwrap();
-        let streamed = SolveConfig { work_dir: Some(dir.path().join("w")), ..SolveConfig::default() };
-        assert!(
-            matches!(solve_with(&rules, 2, &streamed, &|_| {}), Err(SolveError::TooDeep(m)) if m == Material::new(2, 2))
-        );
+        let two_two = pairs_up_to(2).into_iter().find(|p| p.members == [Material::new(2, 2)]).unwrap();
+        let in_memory_bytes = two_two.resident_word_bytes;
+        for budget_bytes in [None, Some(in_memory_bytes)] {
+            let _ = std::fs::remove_dir_all(dir.path().join("w"));
+            let config = SolveConfig { work_dir: Some(dir.path().join("w")), budget_bytes, ..SolveConfig::default() };
+            let through_disk = solve_with(&rules, 2, &config, &|_| {}).unwrap();
+            assert_eq!(through_disk.streamed_pairs, 0);
+            assert!(
+                words_of(&through_disk) == words_of(&solve_with(&rules, 2, &SolveConfig::default(), &|_| {}).unwrap())
+            );
+            drop(through_disk);
+            let resumed = solve_with(&rules, 2, &SolveConfig { resume: true, ..config }, &|_| {}).unwrap();
+            let widths: Vec<(Material, ValueWidth)> = words_of(&resumed).into_iter().map(|(m, w, _)| (m, w)).collect();
+            assert_eq!(widths.iter().filter(|(_, w)| *w == ValueWidth::Word).count(), 1, "{widths:?}");
+            assert!(values(words_of(&resumed)) == solved, "{budget_bytes:?}");
+        }
+        let too_deep = |config: &SolveConfig| {
+            let _ = std::fs::remove_dir_all(dir.path().join("w"));
+            match solve_with(&rules, 2, config, &|_| {}) {
+                Err(SolveError::TooDeep { material, why, in_memory_bytes }) => (material, why, in_memory_bytes),
+                other => panic!("{:?}", other.map(|_| ())),
+            }
+        };
+        let streamed = SolveConfig {
+            work_dir: Some(dir.path().join("w")),
+            budget_bytes: Some(64 << 20),
+            force_streamed: true,
+            ..SolveConfig::default()
+        };
+        assert_eq!(too_deep(&streamed), (Material::new(2, 2), WordsFor::DeepLoss, in_memory_bytes));
+        let tight = SolveConfig { budget_bytes: Some(in_memory_bytes - 1), force_streamed: false, ..streamed.clone() };
+        assert_eq!(too_deep(&tight), (Material::new(2, 2), WordsFor::DeepLoss, in_memory_bytes));
         let words = SolveConfig { value_width: Some(ValueWidth::Word), ..streamed };
-        assert!(matches!(solve_with(&rules, 2, &words, &|_| {}), Err(SolveError::WordsNeedMemory)));
+        assert_eq!(too_deep(&words).1, WordsFor::Asked);
+    }
+
+    /// A finished material loaded for a pair in words is its bytes widened,
+    /// from memory or from its packed values.
+    #[test]
+    fn captured_bytes_load_widened() {
+        let rules = Rules { cards: CardSet::default_set(), no_move: NoMoveRule::Pass };
+        let dir = tempfile::tempdir().unwrap();
+        let config = SolveConfig { work_dir: Some(dir.path().join("w")), ..SolveConfig::default() };
+        for solved in [solve_with(&rules, 2, &SolveConfig::default(), &|_| {}), solve_with(&rules, 2, &config, &|_| {})]
+        {
+            for finished in solved.unwrap().materials.iter().filter(|f| f.width() == ValueWidth::Byte) {
+                let (bytes, words) = (&finished.values_layout, LaneLayout::new(&finished.index, 60));
+                let mut io = IoTotals::default();
+                let (layout, loaded) = finished.loaded(ValueWidth::Word, &mut io).unwrap();
+                assert_eq!(layout.total_bytes(), words.total_bytes());
+                assert_eq!(io.bytes_read > 0, finished.is_packed());
+                for g in 0..finished.index.groups().len() {
+                    let (from, to) = (bytes.segment(g), words.segment(g));
+                    let mut expected = vec![0; (to.end - to.start) as usize];
+                    let mut own = vec![0; (from.end - from.start) as usize];
+                    match &finished.values {
+                        FinishedValues::Resident(values) => {
+                            own.copy_from_slice(&values[from.start as usize..from.end as usize])
+                        }
+                        FinishedValues::Packed(packed) => packed.read_group(g, &mut own).unwrap(),
+                    }
+                    widen_segment(&own, &mut expected);
+                    assert!(
+                        loaded.bytes()[to.start as usize..to.end as usize] == expected[..],
+                        "{} group {g}",
+                        finished.material()
+                    );
+                }
+            }
+        }
+    }
+
+    /// Widening a value lane in its own vector gives the lane that widening
+    /// it into a new one gives, padding zero.
+    #[test]
+    fn a_value_lane_widens_in_place() {
+        let index = MaterialIndex::new(Material::new(2, 3));
+        let bytes = LaneLayout::new(&index, CARD_STATES as u64);
+        let words = LaneLayout::new(&index, 2 * CARD_STATES as u64);
+        let mut lane: Vec<u8> = (0..bytes.total_bytes()).map(|i| ((i * 2_654_435_761) >> 7) as u8).collect();
+        let (_, expected) = relaid_values(&index, &bytes, &lane, ValueWidth::Word, widen_segment).unwrap();
+        widen_in_place(&mut lane, &bytes, &words);
+        assert!(lane == expected);
     }
 
     /// Streamed with groups' decisions logged in parts of 64 layouts

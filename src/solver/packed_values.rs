@@ -6,8 +6,9 @@
 //! Layout: the groups' frames (level 1, each with zstd's content checksum,
 //! holding the group's value bytes without padding), in the order they
 //! were put, then the frame table (per group in group order, `offset: u64,
-//! bytes: u64`), then a trailer `groups: u64, crc32 of the table: u32, 0:
-//! u32, magic`, all little-endian.
+//! bytes: u64`), then a trailer `groups: u64, crc32 of the table: u32,
+//! bytes per layout: u32` (30 value bytes, or 60 for value words), `magic`,
+//! all little-endian.
 //!
 //! Why packed: at 8 men the finished materials' raw values (15 GB) sat next
 //! to 4v4's work files during its steps, and finishing 4v4 wrote its 36 GB
@@ -174,7 +175,7 @@ impl PackedWriter {
         let mut trailer = Vec::with_capacity(TRAILER_BYTES as usize);
         trailer.extend_from_slice(&(self.frames.len() as u64).to_le_bytes());
         trailer.extend_from_slice(&crc32fast::hash(&table).to_le_bytes());
-        trailer.extend_from_slice(&0u32.to_le_bytes());
+        trailer.extend_from_slice(&(layout.bytes_per_layout() as u32).to_le_bytes());
         trailer.extend_from_slice(&MAGIC);
         (|| {
             self.out.write_all(&table)?;
@@ -187,6 +188,13 @@ impl PackedWriter {
         File::open(&self.dir).and_then(|d| d.sync_all()).map_err(|e| io_error("sync", &self.dir, e))?;
         PackedValues::open(&path, layout)
     }
+}
+
+/// The fields of a packed file's trailer (see the module header).
+struct Trailer {
+    groups: u64,
+    table_crc32: u32,
+    bytes_per_layout: u32,
 }
 
 /// A material's packed values, opened for reading.
@@ -203,26 +211,22 @@ impl PackedValues {
     /// Opens a packed file and checks its frame table against `layout`.
     pub fn open(path: &Path, layout: &LaneLayout) -> Result<PackedValues, DiskError> {
         let damaged = |what| DiskError::Damaged { path: path.to_path_buf(), what };
-        let file = File::open(path).map_err(|e| io_error("open", path, e))?;
-        let size = file.metadata().map_err(|e| io_error("inspect", path, e))?.len();
+        let (file, size, trailer) = Self::trailer(path)?;
         let groups = layout.groups() as u64;
         let table_bytes = groups * TABLE_ENTRY_BYTES;
         if size < TRAILER_BYTES + table_bytes {
             return Err(damaged("shorter than its frame table"));
         }
-        let mut trailer = [0u8; TRAILER_BYTES as usize];
-        file.read_exact_at(&mut trailer, size - TRAILER_BYTES).map_err(|e| io_error("read", path, e))?;
-        let word = |at: usize| u64::from_le_bytes(trailer[at..at + 8].try_into().expect("8 bytes"));
-        if trailer[16..] != MAGIC {
-            return Err(damaged("not packed values (bad magic)"));
-        }
-        if word(0) != groups {
+        if trailer.groups != groups {
             return Err(damaged("packed for another number of groups"));
+        }
+        if u64::from(trailer.bytes_per_layout) != layout.bytes_per_layout() {
+            return Err(damaged("packed with another value width"));
         }
         let table_start = size - TRAILER_BYTES - table_bytes;
         let mut table = vec![0u8; table_bytes as usize];
         file.read_exact_at(&mut table, table_start).map_err(|e| io_error("read", path, e))?;
-        if crc32fast::hash(&table).to_le_bytes() != trailer[8..12] {
+        if crc32fast::hash(&table) != trailer.table_crc32 {
             return Err(damaged("frame table checksum mismatch"));
         }
         let frames: Vec<(u64, u64)> = table
@@ -237,6 +241,32 @@ impl PackedValues {
         }
         let lens = (0..layout.groups()).map(|g| layout.segment(g).end - layout.segment(g).start).collect();
         Ok(PackedValues { file, path: path.to_path_buf(), frames, lens })
+    }
+
+    /// Bytes per layout of the values packed at `path` (30 value bytes or
+    /// 60 for value words): what a finished material reopened is laid out
+    /// by.
+    pub fn bytes_per_layout(path: &Path) -> Result<u64, DiskError> {
+        Ok(u64::from(Self::trailer(path)?.2.bytes_per_layout))
+    }
+
+    /// The file at `path` opened, its size and its trailer (the magic
+    /// checked).
+    fn trailer(path: &Path) -> Result<(File, u64, Trailer), DiskError> {
+        let damaged = |what| DiskError::Damaged { path: path.to_path_buf(), what };
+        let file = File::open(path).map_err(|e| io_error("open", path, e))?;
+        let size = file.metadata().map_err(|e| io_error("inspect", path, e))?.len();
+        if size < TRAILER_BYTES {
+            return Err(damaged("shorter than its trailer"));
+        }
+        let mut raw = [0u8; TRAILER_BYTES as usize];
+        file.read_exact_at(&mut raw, size - TRAILER_BYTES).map_err(|e| io_error("read", path, e))?;
+        if raw[16..] != MAGIC {
+            return Err(damaged("not packed values (bad magic)"));
+        }
+        let u32_at = |at: usize| u32::from_le_bytes(raw[at..at + 4].try_into().expect("4 bytes"));
+        let groups = u64::from_le_bytes(raw[..8].try_into().expect("8 bytes"));
+        Ok((file, size, Trailer { groups, table_crc32: u32_at(8), bytes_per_layout: u32_at(12) }))
     }
 
     /// Bytes the groups' frames take (what reading all of them reads).
@@ -400,6 +430,11 @@ mod tests {
         let other = LaneLayout::new(&MaterialIndex::new(Material::new(1, 2)), 30);
         drop(packed_2v2(dir.path()));
         assert!(matches!(PackedValues::open(&path, &other), Err(DiskError::Damaged { .. })));
+        // The trailer says how wide the values are, and they are read at
+        // that width only.
+        assert_eq!(PackedValues::bytes_per_layout(&path).unwrap(), 30);
+        let words = LaneLayout::new(&MaterialIndex::new(material), 60);
+        assert!(matches!(PackedValues::open(&path, &words), Err(DiskError::Damaged { .. })));
     }
 
     /// Groups read through a buffer of any length give the pieces of the
