@@ -828,7 +828,7 @@ impl Reporter {
             }
             Progress::Widened { material } => {
                 self.line(format_args!(
-                    "{material}: needs a loss deeper than {} plies; going on with two-byte values, for it and the materials after it",
+                    "{material}: needs a loss deeper than {} plies; going on with two-byte values, for it and the materials whose captures lead to it",
                     onitb::value::MAX_LOSS_PLIES
                 ));
             }

@@ -95,7 +95,7 @@ pub enum SolveError {
     #[error("table size must be 1..={MAX_PIECES_PER_SIDE} pieces per side, got {0}")]
     Size(usize),
     #[error(
-        "material {material} needs two-byte values ({why}), and a pair streamed through the work directory holds one-byte values only; with a budget (--mem) of at least {} ({in_memory_bytes} bytes) it is solved in memory (README: Limits)",
+        "material {material} needs two-byte values ({why}), which the solver holds only for pairs solved in memory, not streamed through the work directory; a budget (--mem) of at least {} ({in_memory_bytes} bytes) holds this one (README: Limits)",
         crate::blockio::format_size(*in_memory_bytes)
     )]
     TooDeep { material: Material, why: WordsFor, in_memory_bytes: u64 },
@@ -167,8 +167,8 @@ pub enum Progress {
         earlier: Vec<PairTime>,
     },
     /// A pair needs a loss deeper than a value byte holds: it goes on
-    /// from there with value words, and so does every later pair (the
-    /// finished materials are widened).
+    /// from there with value words, and so do the pairs whose captures
+    /// lead to it.
     Widened {
         material: Material,
     },
@@ -255,10 +255,11 @@ pub struct SolveConfig {
     /// they can (out of what the budget holds beyond their fixed parts),
     /// for the caller's own buffers beside the solve: a shard writer.
     pub reserved_bytes: u64,
-    /// Bytes per value. None: bytes, and if a pair needs a loss deeper than
-    /// a byte holds and the run has no work directory, that pair from there
-    /// on and the later ones with value words (`Progress::Widened`). Words
-    /// need the run in memory: with a work directory they are refused.
+    /// Bytes per value. None: the solver chooses: bytes, and words for a
+    /// resident pair from where it needs a loss deeper than a byte holds
+    /// (`Progress::Widened`) and for the pairs whose captures lead to it;
+    /// words that fit are narrowed as each material is finished (`Widening`).
+    /// Some: that width throughout. Streamed pairs hold bytes only.
     pub value_width: Option<ValueWidth>,
 }
 
