@@ -577,6 +577,119 @@ pub(super) fn write_group(
     Ok(())
 }
 
+/// [`write_group`] for value words (`values`: 60 bytes per layout;
+/// `depth_of(word)`), for tables deeper than a byte holds. Such tables are
+/// few, so this is plain and on one thread: entries are counted by depth,
+/// then placed in `scratch` a run of depths at a time (a depth too big for
+/// it alone is written in pieces), with a scan of the group per run.
+pub(super) fn write_group_words(
+    schedule: &mut CaptureSchedule,
+    g: usize,
+    (capture, values): (&[u32], &[u8]),
+    depth_of: impl Fn(u16) -> Option<u16>,
+    scratch: &mut [u8],
+    mut packing: Option<&mut [u8]>,
+) -> Result<(), DiskError> {
+    debug_assert_eq!(values.len(), capture.len() * WORD_LAYOUT_BYTES);
+    schedule.begin_group(g)?;
+    let layouts = || (0..capture.len()).filter(|&n| capture[n] != 0);
+    let entries_of =
+        |n: usize| layout_word_entries(&values[n * WORD_LAYOUT_BYTES..][..WORD_LAYOUT_BYTES], capture[n], &depth_of);
+    let mut counts: std::collections::BTreeMap<u16, usize> = std::collections::BTreeMap::new();
+    for n in layouts() {
+        let (entries, count) = entries_of(n);
+        for &(depth, _) in &entries[..count] {
+            *counts.entry(depth).or_default() += 1;
+        }
+    }
+    let depths: Vec<(u16, usize)> = counts.into_iter().collect();
+    let capacity = scratch.len() / ENTRY_BYTES;
+    assert!(capacity > 0, "scratch holds an entry");
+    let mut i = 0;
+    while i < depths.len() {
+        let (mut end, mut total) = (i + 1, depths[i].1);
+        while end < depths.len() && total + depths[end].1 <= capacity {
+            total += depths[end].1;
+            end += 1;
+        }
+        let run = &depths[i..end];
+        i = end;
+        if total > capacity {
+            let depth = run[0].0;
+            let mut at = 0;
+            for n in layouts() {
+                let (entries, count) = entries_of(n);
+                for &(_, states) in entries[..count].iter().filter(|e| e.0 == depth) {
+                    if at + ENTRY_BYTES > scratch.len() {
+                        schedule.write(g, depth, &scratch[..at])?;
+                        at = 0;
+                    }
+                    put_entry(&mut scratch[at..], n, states);
+                    at += ENTRY_BYTES;
+                }
+            }
+            schedule.write(g, depth, &scratch[..at])?;
+            continue;
+        }
+        // Each depth's entries in its own range, in layout order.
+        let mut next: Vec<usize> =
+            run.iter().scan(0, |at, &(_, count)| Some(std::mem::replace(at, *at + count))).collect();
+        for n in layouts() {
+            let (entries, count) = entries_of(n);
+            for &(depth, states) in &entries[..count] {
+                if let Ok(j) = run.binary_search_by_key(&depth, |&(d, _)| d) {
+                    put_entry(&mut scratch[next[j] * ENTRY_BYTES..], n, states);
+                    next[j] += 1;
+                }
+            }
+        }
+        let mut at = 0;
+        let chunks: Vec<(u16, &[u8])> = run
+            .iter()
+            .map(|&(depth, count)| {
+                at += count;
+                (depth, &scratch[(at - count) * ENTRY_BYTES..at * ENTRY_BYTES])
+            })
+            .collect();
+        schedule.write_chunks(g, &chunks, packing.as_deref_mut())?;
+    }
+    Ok(())
+}
+
+/// Bytes of a layout's value words.
+const WORD_LAYOUT_BYTES: usize = 2 * CARD_STATES;
+
+/// A layout's schedule entries from its value words: per distinct word
+/// among the card states `capture` that falls due (`depth_of`), its depth
+/// and the states holding it; the first `count` of the array.
+fn layout_word_entries(
+    words: &[u8],
+    capture: u32,
+    depth_of: impl Fn(u16) -> Option<u16>,
+) -> ([(u16, u32); CARD_STATES], usize) {
+    let word = |k: u32| u16::from_le_bytes([words[2 * k as usize], words[2 * k as usize + 1]]);
+    let (mut entries, mut count) = ([(0, 0); CARD_STATES], 0);
+    let mut rest = capture;
+    while rest != 0 {
+        let first = word(rest.trailing_zeros());
+        let mut states = 0;
+        let mut left = rest;
+        while left != 0 {
+            let k = left.trailing_zeros();
+            left &= left - 1;
+            if word(k) == first {
+                states |= 1 << k;
+            }
+        }
+        rest &= !states;
+        if let Some(depth) = depth_of(first) {
+            entries[count] = (depth, states);
+            count += 1;
+        }
+    }
+    (entries, count)
+}
+
 /// Calls `entry(byte, states)` for each distinct value byte among the
 /// card states `capture` of one layout's 30 value `bytes`, with the states
 /// (of `capture`) that hold it: a layout's schedule entries, found a byte at

@@ -127,6 +127,9 @@ pub struct PairRecord {
     /// Time the runs so far spent on the pair up to this record.
     #[serde(default)]
     pub spent_ms: u64,
+    /// The pair is solved with value words (it needs a loss deeper than a
+    /// byte holds, or its captures lead to a material that does).
+    pub words: bool,
     /// Per material, in `materials` order.
     pub works: Vec<WorkRecord>,
 }
@@ -138,6 +141,9 @@ pub struct WorkRecord {
     pub undecided: Vec<u64>,
     /// Capture-event depths per group (a 256-bit set as four words).
     pub events: Vec<[u64; 4]>,
+    /// Per group, the deepest capture-event depth past 255 (0: none; value
+    /// words only).
+    pub events_beyond: Vec<u16>,
     /// Layouts listed in each group's sparse lanes (0: its planes are
     /// dense).
     pub sparse: Vec<u32>,
@@ -346,6 +352,7 @@ mod tests {
             pending_plies: 0,
             quiet_steps: 0,
             spent_ms: 1234,
+            words: false,
             works: Vec::new(),
         };
         first.record_step(pair).unwrap();
@@ -357,7 +364,7 @@ mod tests {
         drop(again);
         // An earlier build's record: no `times`, no `spent_ms`.
         let old = format!(
-            r#"{{"version":{CHECKPOINT_VERSION},"run":"{}","finished":[[1,1]],"pair":{{"materials":[[1,2],[2,1]],"depth_plies":3,"steps_done":false,"decided":10,"pending_plies":0,"quiet_steps":0,"works":[]}}}}"#,
+            r#"{{"version":{CHECKPOINT_VERSION},"run":"{}","finished":[[1,1]],"pair":{{"materials":[[1,2],[2,1]],"depth_plies":3,"steps_done":false,"decided":10,"pending_plies":0,"quiet_steps":0,"words":false,"works":[]}}}}"#,
             describe(&rules, 2, false)
         );
         fs::write(work.join(CHECKPOINT_FILE), old).unwrap();

@@ -360,16 +360,16 @@ impl EventDepths {
         }
     }
 
-    /// The set as four words of 64 depths each (for checkpoints, which
-    /// only streamed pairs write: they hold value bytes, whose depths end
-    /// below 256).
-    pub fn words(&self) -> [u64; 4] {
-        assert_eq!(self.beyond, 0, "a checkpointed pair's events are all below 256");
-        self.words
+    /// The set as four words of 64 depths each and the deepest depth past
+    /// them (0: none): what a checkpoint records.
+    pub fn to_record(self) -> ([u64; 4], u16) {
+        (self.words, self.beyond)
     }
 
-    pub fn from_words(words: [u64; 4]) -> EventDepths {
-        EventDepths { words, beyond: 0 }
+    /// The set a checkpoint recorded (see [`Self::to_record`]); None if it
+    /// cannot be one (a depth past 255 said to be below 256).
+    pub fn from_record(words: [u64; 4], beyond: u16) -> Option<EventDepths> {
+        (beyond == 0 || beyond >= 256).then_some(EventDepths { words, beyond })
     }
 
     /// The deepest depth in the set, 0 if empty.
@@ -680,7 +680,7 @@ fn capture_events(values: &[u8; CARD_STATES], capture: u32) -> (EventDepths, u8)
         first = first.min(plies as u8);
     }
     words[(DRAW_PLIES / 64) as usize] &= !(1 << (DRAW_PLIES % 64));
-    (EventDepths::from_words(words), first)
+    (EventDepths { words, beyond: 0 }, first)
 }
 
 /// [`capture_events`] of a layout's value words: a state at a time (word
@@ -736,13 +736,13 @@ pub(super) enum StepValues<'a> {
 
 impl StepValues<'_> {
     /// What the unit's values store for `value` (see
-    /// [`ValueWidth::encode`]; streamed units, which store none, count as
-    /// bytes).
+    /// [`ValueWidth::encode`]). Streamed units store none, at any depth:
+    /// 0, which neither [`Self::due`] nor [`Self::decide`] reads for them.
     #[inline(always)]
     fn encode(&self, value: Value) -> u16 {
         match self {
             StepValues::Written { width, .. } => width.encode(value),
-            StepValues::Logged(_) => ValueWidth::Byte.encode(value),
+            StepValues::Logged(_) => 0,
         }
     }
 
@@ -1812,22 +1812,25 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
     report
 }
 
-/// Every value byte from the planes alone, for a streamed material whose
+/// Every value (of `width`) from the planes alone, for a streamed material whose
 /// value bytes were never written (its steps' decisions come from the
 /// decision log, applied after this): holes are [`NO_VALUE`], states won or
 /// lost by then were decided at initialisation (wins in one, no-move
 /// losses), the others are draws for now. Writes every byte of each
 /// layout: finishing loads the value segments as the window last held them.
-pub(super) fn settle(won: &[u32], lost: &[u32], values: &mut [u8]) {
-    let (win1, loss0) = (Value::Win(1).to_byte(), Value::Loss(0).to_byte());
-    for (n, values) in values.chunks_exact_mut(CARD_STATES).enumerate() {
+pub(super) fn settle(won: &[u32], lost: &[u32], width: ValueWidth, values: &mut [u8]) {
+    let (win1, loss0) = (width.encode(Value::Win(1)), width.encode(Value::Loss(0)));
+    for (n, values) in values.chunks_exact_mut(CARD_STATES * width.bytes()).enumerate() {
         if won[n] == ALL_CARD_STATES && lost[n] == ALL_CARD_STATES {
             values.fill(NO_VALUE);
             continue;
         }
-        values.fill(DRAW);
-        set_values(values, won[n], win1);
-        set_values(values, lost[n], loss0);
+        match width {
+            ValueWidth::Byte => values.fill(DRAW),
+            ValueWidth::Word => set_codes(width, values, ALL_CARD_STATES, width.encode(Value::Draw)),
+        }
+        set_codes(width, values, won[n], win1);
+        set_codes(width, values, lost[n], loss0);
     }
 }
 

@@ -95,10 +95,10 @@ pub enum SolveError {
     #[error("table size must be 1..={MAX_PIECES_PER_SIDE} pieces per side, got {0}")]
     Size(usize),
     #[error(
-        "material {material} needs two-byte values ({why}), which the solver holds only for pairs solved in memory, not streamed through the work directory; a budget (--mem) of at least {} ({in_memory_bytes} bytes) holds this one (README: Limits)",
+        "material {material} needs a loss deeper than {MAX_LOSS_PLIES} plies, which one-byte values cannot hold, and this budget cannot hold it with two-byte values; a budget (--mem) of at least {} ({in_memory_bytes} bytes) can, solving it in memory (README: Limits)",
         crate::blockio::format_size(*in_memory_bytes)
     )]
-    TooDeep { material: Material, why: WordsFor, in_memory_bytes: u64 },
+    TooDeep { material: Material, in_memory_bytes: u64 },
     #[error(
         "a memory budget of {} cannot hold the largest group of this table with its landing slice; the minimum is {} ({minimum_bytes} bytes)",
         crate::blockio::format_size(*budget_bytes),
@@ -113,35 +113,16 @@ pub enum SolveError {
     Checkpoint(#[from] checkpoint::CheckpointError),
 }
 
-/// Why a pair needs value words (`SolveError::TooDeep`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WordsFor {
-    /// It has a loss deeper than a value byte holds.
-    DeepLoss,
-    /// Its captures lead to this material, which has value words.
-    Captures(Material),
-    /// The run asked for words throughout (`SolveConfig::value_width`).
-    Asked,
-}
-
-impl std::fmt::Display for WordsFor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            WordsFor::DeepLoss => write!(f, "a loss deeper than {MAX_LOSS_PLIES} plies"),
-            WordsFor::Captures(m) => write!(f, "its captures lead to {m}, which has them"),
-            WordsFor::Asked => write!(f, "as asked"),
-        }
-    }
-}
-
-/// What a resident pair does when its steps pass what a value byte holds.
+/// What a pair does when its steps pass what a value byte holds.
 #[derive(Clone, Copy, Debug)]
 enum Widening {
     /// Goes on in words (`Work::widen_values`), first dropping its kept
     /// move lists if the budget holds its lanes in words only without them.
-    InPlace { drop_move_lists: bool },
-    /// Stops with `SolveError::TooDeep`: a streamed pair, a run that asked
-    /// for bytes, or a budget below `in_memory_bytes`.
+    /// (A streamed pair whose window cannot hold a group's value words at
+    /// finishing stops as `Refused` does.)
+    InPlace { drop_move_lists: bool, in_memory_bytes: u64 },
+    /// Stops with `SolveError::TooDeep`: a run that asked for bytes, or a
+    /// resident pair whose budget is below `in_memory_bytes`.
     Refused { in_memory_bytes: u64 },
 }
 
@@ -395,7 +376,6 @@ struct StreamedIn<'a> {
 impl Work {
     fn new(index: MaterialIndex, streamed_in: Option<StreamedIn>, width: ValueWidth) -> Result<Work, SolveError> {
         let material = index.material;
-        assert!(streamed_in.is_none() || width == ValueWidth::Byte, "streamed pairs hold value bytes");
         let planes = LaneLayout::new(&index, 4);
         let values = LaneLayout::new(&index, (CARD_STATES * width.bytes()) as u64);
         let count = index.groups().len();
@@ -408,7 +388,9 @@ impl Work {
             Some(StreamedIn { dir, disk, resume: Some(record) }) => {
                 let damaged = || SolveError::DamagedCheckpoint(material);
                 let slots = record.decode_slots(count).ok_or_else(damaged)?;
-                if record.undecided.len() != count || record.events.len() != count || record.sparse.len() != count {
+                let lens =
+                    [record.undecided.len(), record.events.len(), record.events_beyond.len(), record.sparse.len()];
+                if lens.iter().any(|&len| len != count) {
                     return Err(damaged());
                 }
                 for (g, state) in groups.iter_mut().enumerate() {
@@ -418,7 +400,8 @@ impl Work {
                     }
                     *state = GroupState {
                         undecided: record.undecided[g],
-                        events: EventDepths::from_words(record.events[g]),
+                        events: EventDepths::from_record(record.events[g], record.events_beyond[g])
+                            .ok_or_else(damaged)?,
                         sparse_layouts,
                     };
                 }
@@ -456,7 +439,8 @@ impl Work {
         let (slots, log) = self.files().sync(disk)?;
         let record = WorkRecord {
             undecided: self.groups.iter().map(|g| g.undecided).collect(),
-            events: self.groups.iter().map(|g| g.events.words()).collect(),
+            events: self.groups.iter().map(|g| g.events.to_record().0).collect(),
+            events_beyond: self.groups.iter().map(|g| g.events.to_record().1).collect(),
             sparse: self.groups.iter().map(|g| g.sparse_layouts).collect(),
             slots: WorkRecord::encode_slots(&slots),
             log_bytes: log.bytes,
@@ -472,17 +456,26 @@ impl Work {
         ((self.planes.total_bytes() / 4) as usize, per_placement)
     }
 
-    /// A resident material's values as value words from now on (a pair
-    /// that needs a loss deeper than a byte holds goes on in words where it
+    /// The material's values as value words from now on (a pair that
+    /// needs a loss deeper than a byte holds goes on in words where it
     /// stands: every value decided so far, and every capture value folded
-    /// in, fits a byte and is the same in a word). `next_event` stays: a
-    /// byte's events end before [`kernel`]'s deep-event mark.
+    /// in, fits a byte and is the same in a word). Resident, the value lane
+    /// is widened; `next_event` stays: a byte's events end before
+    /// [`kernel`]'s deep-event mark. Streamed, there is no value lane
+    /// during the steps (the capture schedule and the decision log hold
+    /// depths, not values), so only finishing sees the new width.
     fn widen_values(&mut self) {
-        let Storage::Resident(lanes) = &mut self.storage else { unreachable!("streamed pairs hold value bytes") };
         assert_eq!(self.width, ValueWidth::Byte, "widened once");
-        let words = LaneLayout::new(&self.index, (CARD_STATES * ValueWidth::Word.bytes()) as u64);
-        widen_in_place(&mut lanes.values, &self.values, &words);
+        let words = self.values_at(ValueWidth::Word);
+        if let Storage::Resident(lanes) = &mut self.storage {
+            widen_in_place(&mut lanes.values, &self.values, &words);
+        }
         (self.values, self.width) = (words, ValueWidth::Word);
+    }
+
+    /// The layout of the material's value lane at `width`.
+    fn values_at(&self, width: ValueWidth) -> LaneLayout {
+        LaneLayout::new(&self.index, (CARD_STATES * width.bytes()) as u64)
     }
 }
 
@@ -713,15 +706,21 @@ fn widen_in_place(values: &mut Vec<u8>, bytes: &LaneLayout, words: &LaneLayout) 
     values.resize(words.total_bytes() as usize, 0);
     for g in (0..bytes.groups()).rev() {
         let (from, to) = (bytes.segment(g), words.segment(g));
-        assert!(to.start >= from.start, "words never overtake the bytes still to read");
-        let (from, to) = (from.start as usize..from.end as usize, to.start as usize..to.end as usize);
-        for k in (0..from.len()).rev() {
-            let word = crate::value::widen(values[from.start + k]);
-            values[to.start + 2 * k..to.start + 2 * k + 2].copy_from_slice(&word.to_le_bytes());
-        }
+        widen_within(values, from.start as usize, to.start as usize, (from.end - from.start) as usize);
         // The padding after the segment held bytes of other groups.
         let padded = words.span(g..g + 1).end as usize;
-        values[to.end..padded].fill(0);
+        values[to.end as usize..padded].fill(0);
+    }
+}
+
+/// Widens the `len` value bytes at `from` of `values` into the value words
+/// at `to` (no earlier), the last first, so that no word lands on a byte
+/// not yet read.
+fn widen_within(values: &mut [u8], from: usize, to: usize, len: usize) {
+    assert!(to >= from, "words never overtake the bytes still to read");
+    for k in (0..len).rev() {
+        let word = crate::value::widen(values[from + k]);
+        values[to + 2 * k..to + 2 * k + 2].copy_from_slice(&word.to_le_bytes());
     }
 }
 
@@ -1397,10 +1396,18 @@ fn initialize(
             let ((capture, values), scratch) = first[0].captures_and_scratch();
             let mut packing = second.first_mut().map(OwnBuffers::values_mut);
             for &g in &batch {
-                let depth_of = |byte: u8| Value::from_byte(byte).and_then(Value::plies);
                 let planes = (&capture[pm.elements(g)], &values[vm.elements(g)]);
-                let packing = packing.as_deref_mut();
-                capture_schedule::write_group(files.schedule_mut(), g, planes, depth_of, scratch, packing)?;
+                let (schedule, packing) = (files.schedule_mut(), packing.as_deref_mut());
+                match work.width {
+                    ValueWidth::Byte => {
+                        let depth_of = |byte: u8| Value::from_byte(byte).and_then(Value::plies);
+                        capture_schedule::write_group(schedule, g, planes, depth_of, scratch, packing)?;
+                    }
+                    ValueWidth::Word => {
+                        let depth_of = |word: u16| Value::from_word(word).and_then(Value::plies);
+                        capture_schedule::write_group_words(schedule, g, planes, depth_of, scratch, packing)?;
+                    }
+                }
             }
             // The values are no longer needed: their buffer encodes the log.
             let decided = deciding_groups(&units, &reports);
@@ -1450,12 +1457,22 @@ fn fold_batch_captures(
     needed.sort_unstable();
     needed.dedup();
     let Window { owns, slices, io, .. } = window;
+    // A pair in words reads value bytes widened.
+    let widened = c.layout.bytes_per_layout() < (CARD_STATES * work.width.bytes()) as u64;
     let bytes = |g: usize| {
         let segment = c.layout.segment(g);
-        (segment.end - segment.start) as usize
+        (segment.end - segment.start) as usize * if widened { 2 } else { 1 }
     };
-    let Some(fresh) = unpacked.hold(&needed, bytes, slices[0].bytes_mut(), |g, into| packed.read_group(g, into))?
-    else {
+    let unpack = |g: usize, into: &mut [u8]| match widened {
+        false => packed.read_group(g, into),
+        true => {
+            let len = into.len() / 2;
+            packed.read_group(g, &mut into[..len])?;
+            widen_within(into, 0, 0, len);
+            Ok(())
+        }
+    };
+    let Some(fresh) = unpacked.hold(&needed, bytes, slices[0].bytes_mut(), unpack)? else {
         return Ok(false);
     };
     io.bytes_read += packed.packed_bytes(fresh);
@@ -2141,8 +2158,9 @@ fn finish(
                 // its dense segments with its records over them.
                 let lanes = [Lane::Won, Lane::Lost, Lane::SparseWon, Lane::SparseRest];
                 let (pm, vm) = window.load(disk, work, batch, (&lanes, ValueSegments::Untouched))?;
+                let width = work.width;
                 run_finish(batch, window.owns[0].own(&pm, &vm), |_, won, lost, values| {
-                    kernel::settle(won, lost, values)
+                    kernel::settle(won, lost, width, values)
                 });
                 let last = batch.iter().map(|&g| rank[g]).max().expect("a batch has groups");
                 let values = carve_mut(window.owns[0].values_mut(), batch.iter().map(|&g| vm.elements(g)));
@@ -2152,9 +2170,10 @@ fn finish(
                     |g| rank[g] > last,
                     |values, depth, layout, states| {
                         let value = if depth % 2 == 1 { Value::Win(depth) } else { Value::Loss(depth) };
-                        let n = layout * CARD_STATES;
-                        let Some(layout_values) = values.get_mut(n..n + CARD_STATES) else { return false };
-                        kernel::set_values(layout_values, states, value.to_byte());
+                        let layout_bytes = CARD_STATES * width.bytes();
+                        let n = layout * layout_bytes;
+                        let Some(layout_values) = values.get_mut(n..n + layout_bytes) else { return false };
+                        kernel::set_codes(width, layout_values, states, width.encode(value));
                         true
                     },
                 )?;
@@ -2234,6 +2253,7 @@ fn record_pair(
         pending_plies: state.pending_plies,
         quiet_steps: state.quiet_steps,
         spent_ms: millis(cp.spent_before + cp.started.elapsed()),
+        words: works[0].width == ValueWidth::Word,
         works: records,
     })?;
     for (work, slots) in works.iter_mut().zip(kept) {
@@ -2309,21 +2329,30 @@ fn solve_pair(
         let depth = state.depth_plies + 1;
         if depth > works[0].width.max_loss_plies() + 1 {
             let material = works[0].index.material;
-            match widening {
-                Widening::InPlace { drop_move_lists } if window.is_none() => {
-                    for work in works.iter_mut() {
-                        if drop_move_lists {
-                            (work.kept, work.fresh_placements) = (None, None);
-                        }
-                        work.widen_values();
-                    }
-                    progress(Progress::Widened { material });
-                }
-                Widening::InPlace { .. } => unreachable!("streamed pairs do not widen"),
-                Widening::Refused { in_memory_bytes } => {
-                    return Err(SolveError::TooDeep { material, why: WordsFor::DeepLoss, in_memory_bytes });
-                }
+            let too_deep = |in_memory_bytes| SolveError::TooDeep { material, in_memory_bytes };
+            let (drop_move_lists, in_memory_bytes) = match widening {
+                Widening::InPlace { drop_move_lists, in_memory_bytes } => (drop_move_lists, in_memory_bytes),
+                Widening::Refused { in_memory_bytes } => return Err(too_deep(in_memory_bytes)),
+            };
+            // Streamed, finishing loads a group's values whole, now twice
+            // as long, into the window's value buffer.
+            let values_fit = |(window, _): &(&mut Window, &mut DiskIo)| {
+                let largest = |w: &Work| {
+                    let words = w.values_at(ValueWidth::Word);
+                    (0..w.index.groups().len()).map(|g| window::padded_len(&words, g)).max().unwrap_or(0)
+                };
+                works.iter().map(largest).max().unwrap_or(0) <= window.value_capacity()
+            };
+            if !window.as_ref().is_none_or(values_fit) {
+                return Err(too_deep(in_memory_bytes));
             }
+            for work in works.iter_mut() {
+                if drop_move_lists {
+                    (work.kept, work.fresh_placements) = (None, None);
+                }
+                work.widen_values();
+            }
+            progress(Progress::Widened { material });
         }
         let (mut new, mut groups_visited, mut times) = (0, 0, StepTimes::default());
         for work in works.iter_mut() {
@@ -2508,26 +2537,25 @@ pub fn solve_with(
         }
         let captured_of =
             |m: Material| (m.opponent > 1).then(|| &solved[&Material::new(m.opponent as usize - 1, m.mover as usize)]);
-        // Bytes, unless the run asks for words or captures lead to a
-        // material with words (whose values a byte may not hold): a pair
-        // that goes deeper than bytes widens as it goes (`Widening`).
-        let word_captures =
-            planned.members.iter().filter_map(|&m| captured_of(m)).find(|c| c.width == ValueWidth::Word);
-        let width = match (config.value_width, word_captures) {
-            (Some(width), _) => width,
-            (None, Some(_)) => ValueWidth::Word,
-            (None, None) => ValueWidth::Byte,
+        // Bytes, unless the run asks for words, captures lead to a material
+        // with words (whose values a byte may not hold), or an earlier run
+        // widened the pair before its checkpoint: a pair that goes deeper
+        // than bytes widens as it goes (`Widening`).
+        let word_captures = planned.members.iter().filter_map(|&m| captured_of(m)).any(|c| c.width == ValueWidth::Word);
+        let widened_before = checkpoint.as_ref().and_then(|cp| cp.pair(&planned.members)).is_some_and(|r| r.words);
+        let width = match config.value_width {
+            Some(width) => width,
+            None if word_captures || widened_before => ValueWidth::Word,
+            None => ValueWidth::Byte,
         };
         let streamed = planned.is_streamed(config, width);
         let in_memory_bytes = planned.resident_word_bytes;
-        if streamed && width == ValueWidth::Word {
-            let why = word_captures.map_or(WordsFor::Asked, |c| WordsFor::Captures(c.material()));
-            return Err(SolveError::TooDeep { material, why, in_memory_bytes });
-        }
         let widening = match (config.value_width, config.budget_bytes) {
-            (None, _) if streamed => Widening::Refused { in_memory_bytes },
-            (None, None) => Widening::InPlace { drop_move_lists: false },
-            (None, Some(budget)) if budget >= in_memory_bytes => Widening::InPlace { drop_move_lists: true },
+            (None, _) if streamed => Widening::InPlace { drop_move_lists: false, in_memory_bytes },
+            (None, None) => Widening::InPlace { drop_move_lists: false, in_memory_bytes },
+            (None, Some(budget)) if budget >= in_memory_bytes => {
+                Widening::InPlace { drop_move_lists: true, in_memory_bytes }
+            }
             _ => Widening::Refused { in_memory_bytes },
         };
         let Pair { members, resident_bytes, .. } = planned;
@@ -2624,13 +2652,14 @@ pub fn solve_with(
             let (stages, fixed) = if budget >= two { (2, two) } else { (1, minimum) };
             // Share what is left over between the windows' buffers, 4 bytes
             // per layout for each plane (five lanes and the due states) and
-            // 30 for the values.
+            // 30 or 60 for the values.
             // Less what the caller keeps for itself, out of what is left.
             let left = budget - fixed - config.reserved_bytes.min(budget - fixed);
-            let spare = left / stages / (WINDOW_PLANES * 4 + CARD_STATES as u64);
+            let layout_bytes = (CARD_STATES * width.bytes()) as u64;
+            let spare = left / stages / (WINDOW_PLANES * 4 + layout_bytes);
             let align = |b: u64| b / SEGMENT_ALIGN_BYTES * SEGMENT_ALIGN_BYTES;
             let plane_bytes = needs.plane + align(spare * 4);
-            let value_bytes = needs.value + align(spare * CARD_STATES as u64);
+            let value_bytes = needs.value + align(spare * layout_bytes);
             let slices = [needs.landing_slice.max(needs.captured_slice), needs.landing_slice];
             let block_words = (members[0].mover * members[0].opponent) as usize;
             Some(Window::new(&slices[..stages as usize], plane_bytes, value_bytes, block_words)?)
@@ -2860,15 +2889,28 @@ mod tests {
             for mirror in [true, false] {
                 let config = SolveConfig { mirror, ..SolveConfig::default() };
                 let bytes = solve_with(&rules, 2, &config, &|_| {}).unwrap();
-                let wide = SolveConfig { value_width: Some(ValueWidth::Word), ..config };
+                let wide = SolveConfig { value_width: Some(ValueWidth::Word), ..config.clone() };
                 let words = solve_with(&rules, 2, &wide, &|_| {}).unwrap();
-                let (bytes, words) = (words_of(&bytes), words_of(&words));
+                // Streamed in words too (every pair through the work
+                // directory, in windows of a few groups).
+                let dir = tempfile::tempdir().unwrap();
+                let streamed = SolveConfig {
+                    work_dir: Some(dir.path().join("w")),
+                    budget_bytes: Some(64 << 20),
+                    force_streamed: true,
+                    ..wide
+                };
+                let streamed_words = solve_with(&rules, 2, &streamed, &|_| {}).unwrap();
+                assert_eq!(streamed_words.streamed_pairs, streamed_words.pairs);
+                let (bytes, words, streamed_words) = (words_of(&bytes), words_of(&words), words_of(&streamed_words));
                 assert!(bytes.iter().all(|(_, width, _)| *width == ValueWidth::Byte));
-                assert!(words.iter().all(|(_, width, _)| *width == ValueWidth::Word));
+                assert!(words.iter().chain(&streamed_words).all(|(_, width, _)| *width == ValueWidth::Word));
                 let strip = |all: Vec<(Material, ValueWidth, Vec<u16>)>| -> Vec<(Material, Vec<u16>)> {
                     all.into_iter().map(|(m, _, words)| (m, words)).collect()
                 };
-                assert!(strip(bytes) == strip(words), "{names:?} {no_move:?}, mirror {mirror}");
+                let bytes = strip(bytes);
+                assert!(bytes == strip(words), "{names:?} {no_move:?}, mirror {mirror}");
+                assert!(bytes == strip(streamed_words), "streamed: {names:?} {no_move:?}, mirror {mirror}");
             }
         }
     }
@@ -2879,10 +2921,9 @@ mod tests {
     /// value words, the materials before it widened: the table solved in words
     /// throughout, with or without the mirror's steps, but with words only
     /// where bytes do not hold the values. A run with a work directory
-    /// does the same while 2v2 is solved in memory, and reopens 2v2's
-    /// packed words when resumed; a streamed 2v2, or one whose widened
-    /// lanes its budget cannot hold, is refused with the budget that would
-    /// hold it.
+    /// does the same, 2v2 in memory or streamed, and reopens 2v2's packed
+    /// words when resumed; a 2v2 in memory whose widened lanes its budget
+    /// cannot hold is refused with the budget that would hold them.
     #[test]
     fn a_table_too_deep_for_bytes_is_solved_in_words() {
         let names = ["Cobra", "Eel", "Goose", "Mantis", "Rooster"];
@@ -2930,24 +2971,34 @@ mod tests {
             assert_eq!(widths.iter().filter(|(_, w)| *w == ValueWidth::Word).count(), 1, "{widths:?}");
             assert!(values(words_of(&resumed)) == solved, "{budget_bytes:?}");
         }
-        let too_deep = |config: &SolveConfig| {
-            let _ = std::fs::remove_dir_all(dir.path().join("w"));
-            match solve_with(&rules, 2, config, &|_| {}) {
-                Err(SolveError::TooDeep { material, why, in_memory_bytes }) => (material, why, in_memory_bytes),
-                other => panic!("{:?}", other.map(|_| ())),
-            }
-        };
+        // Streamed, 2v2 goes on in words where it stands too.
+        let _ = std::fs::remove_dir_all(dir.path().join("w"));
         let streamed = SolveConfig {
             work_dir: Some(dir.path().join("w")),
             budget_bytes: Some(64 << 20),
             force_streamed: true,
             ..SolveConfig::default()
         };
-        assert_eq!(too_deep(&streamed), (Material::new(2, 2), WordsFor::DeepLoss, in_memory_bytes));
-        let tight = SolveConfig { budget_bytes: Some(in_memory_bytes - 1), force_streamed: false, ..streamed.clone() };
-        assert_eq!(too_deep(&tight), (Material::new(2, 2), WordsFor::DeepLoss, in_memory_bytes));
-        let words = SolveConfig { value_width: Some(ValueWidth::Word), ..streamed };
-        assert_eq!(too_deep(&words).1, WordsFor::Asked);
+        let widened = Mutex::new(Vec::new());
+        let progress = |p: Progress| {
+            if let Progress::Widened { material } = p {
+                widened.lock().unwrap().push(material);
+            }
+        };
+        let through_disk = solve_with(&rules, 2, &streamed, &progress).unwrap();
+        assert_eq!(*widened.lock().unwrap(), [Material::new(2, 2)]);
+        assert_eq!(through_disk.streamed_pairs, through_disk.pairs);
+        assert!(values(words_of(&through_disk)) == solved, "streamed");
+        // Resident in a budget that holds 2v2's bytes but not its words, it
+        // is refused, with the budget that holds them.
+        let _ = std::fs::remove_dir_all(dir.path().join("w"));
+        let tight = SolveConfig { budget_bytes: Some(in_memory_bytes - 1), force_streamed: false, ..streamed };
+        match solve_with(&rules, 2, &tight, &|_| {}) {
+            Err(SolveError::TooDeep { material, in_memory_bytes: needed }) => {
+                assert_eq!((material, needed), (Material::new(2, 2), in_memory_bytes))
+            }
+            other => panic!("{:?}", other.map(|_| ())),
+        }
     }
 
     /// A finished material loaded for a pair in words is its bytes widened,

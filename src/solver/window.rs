@@ -93,6 +93,8 @@ pub(super) struct OwnBuffers {
     /// compacted (`compact`), for [`OwnBuffers::expand_compacted`] to lay
     /// out once they are read.
     compacted: Vec<(Lane, usize)>,
+    /// Bytes per value of the material loaded last (`Work::width`).
+    width: ValueWidth,
 }
 
 /// The streamed pair's buffers.
@@ -121,10 +123,16 @@ impl Window {
             let planes = (0..5).map(|_| AlignedBuf::zeroed(plane_bytes as usize)).collect::<Result<_, _>>()?;
             let (values, due) = (AlignedBuf::zeroed(value_bytes as usize)?, AlignedBuf::zeroed(plane_bytes as usize)?);
             let live = PlacementFlags::all_set(plane_bytes as usize / 4, block_words);
-            owns.push(OwnBuffers { planes, values, due, live, unpacker: Unpacker::new(), compacted: Vec::new() });
+            let (unpacker, compacted, width) = (Unpacker::new(), Vec::new(), ValueWidth::Byte);
+            owns.push(OwnBuffers { planes, values, due, live, unpacker, compacted, width });
             slices.push(AlignedBuf::zeroed(slice_bytes as usize)?);
         }
         Ok(Window { owns, slices, io: IoTotals::default() })
+    }
+
+    /// Bytes of values the first window holds (what finishing loads).
+    pub fn value_capacity(&self) -> u64 {
+        self.owns[0].values.len() as u64
     }
 
     /// Splits `groups` into as few batches as fit one window each (in
@@ -206,12 +214,14 @@ impl OwnBuffers {
         let (mut plane_entries, mut value_entries) = (Vec::new(), Vec::new());
         let (mut plane_bytes, mut value_bytes) = (Vec::new(), Vec::new());
         let (mut p_at, mut v_at) = (0usize, 0usize);
+        self.width = work.width;
+        let layout_bytes = CARD_STATES * work.width.bytes();
         for &g in batch {
             let p_len = padded_len(&work.planes, g) as usize;
             let v_len = padded_len(&work.values, g) as usize;
             let layouts = work.index.groups()[g].layouts as usize;
             plane_entries.push((g, p_at / 4..p_at / 4 + layouts));
-            value_entries.push((g, v_at..v_at + layouts * CARD_STATES));
+            value_entries.push((g, v_at..v_at + layouts * layout_bytes));
             plane_bytes.push(p_at..p_at + p_len);
             value_bytes.push(v_at..v_at + v_len);
             p_at += p_len;
@@ -612,8 +622,7 @@ impl OwnBuffers {
             capture: capture.words_mut(),
             held: held.words_mut(),
             values: self.values.bytes_mut(),
-            // Streamed pairs hold value bytes (`solve_with`).
-            width: ValueWidth::Byte,
+            width: self.width,
             due: self.due.words_mut(),
             next_event: &mut [],
             live: Some(&self.live),
@@ -916,12 +925,12 @@ fn lane_minimum<'a>(
 }
 
 /// Buffers a streamed pair needs, for the smallest window that holds any
-/// one group.
+/// one group. (Captured values are unpacked at the pair's width.)
 pub(super) fn streamed_minimum(works: &[Work], captured: &[Option<&FinishedMaterial>]) -> BufferNeeds {
-    lane_minimum(
-        works.iter().map(|w| (&w.index, &w.planes, &w.values)),
-        captured.iter().flatten().map(|c| (&c.index, &c.values_layout)),
-    )
+    let layout_bytes = (CARD_STATES * works[0].width.bytes()) as u64;
+    let captured: Vec<(&MaterialIndex, LaneLayout)> =
+        captured.iter().flatten().map(|c| (&c.index, LaneLayout::new(&c.index, layout_bytes))).collect();
+    lane_minimum(works.iter().map(|w| (&w.index, &w.planes, &w.values)), captured.iter().map(|(i, v)| (*i, v)))
 }
 
 /// Splits items of (plane, value) `sizes` into runs that fit `caps`, each
