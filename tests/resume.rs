@@ -415,3 +415,43 @@ fn a_resumed_run_keeps_the_shards_the_killed_run_finished() {
         assert!(leftovers.is_empty(), "{leftovers:?}");
     }
 }
+
+/// A card set whose 2v2 loses in up to 292 plies, deeper than a value byte
+/// holds (README, "Limits"): streamed at 8 MiB, 2v2 goes on in value words
+/// at 253 plies. Killed before and after that, with the checkpoint saying
+/// which width the pair was in, resumed runs give the table a run in
+/// memory gives.
+#[test]
+fn a_pair_that_widens_to_value_words_resumes_bit_identical() {
+    let root = tempfile::tempdir().unwrap();
+    let cards = ["--cards", "Cobra,Eel,Goose,Mantis,Rooster", "--checkpoint-every", "0"];
+    let reference = root.path().join("reference");
+    let in_memory = onitb()
+        .args(["generate", "--men", "4", "--quiet", "--out"])
+        .arg(&reference)
+        .args(&cards[..2])
+        .status()
+        .unwrap();
+    assert!(in_memory.success());
+    let (work, out) = (root.path().join("w"), root.path().join("out"));
+    let words = || {
+        let record: serde_json::Value =
+            serde_json::from_slice(&fs::read(work.join("checkpoint.json")).unwrap()).unwrap();
+        record["pair"]["words"].as_bool()
+    };
+    for (kill_after, in_words) in [(100u64, false), (270, true)] {
+        let mut child = generate(&work, &out, work.join("checkpoint.json").exists(), &cards).spawn().unwrap();
+        loop {
+            assert!(child.try_wait().unwrap().is_none(), "the run ended before depth {kill_after}");
+            if checkpointed_depth(&work).is_some_and(|d| d >= kill_after) {
+                child.kill().unwrap(); // SIGKILL
+                child.wait().unwrap();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(words(), Some(in_words), "killed after depth {kill_after}");
+    }
+    assert!(generate(&work, &out, true, &cards).status().unwrap().success());
+    assert_eq!(shards(&reference), shards(&out));
+}

@@ -31,8 +31,9 @@ pub const LOCK_FILE: &str = "lock";
 /// mirrors, so images have no capture bit and no scheduled capture; 12: a
 /// mirroring pair stores `held` and `capture` compacted to its solved
 /// placements, `compact.rs`; 13: the decision log's frames store entries
-/// compact, `entries.rs`; 14: and the capture schedule's; 15: packed
-/// values say their width, which may be value words, `packed_values.rs`.)
+/// compact, `entries.rs`; 14: and the capture schedule's; 15: value
+/// words: packed values say their width (`packed_values.rs`), a pair's
+/// record says whether it is in words and its groups' events past 255.)
 const CHECKPOINT_VERSION: u32 = 15;
 
 #[derive(Debug, Error)]
