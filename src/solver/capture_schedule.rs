@@ -862,8 +862,9 @@ mod tests {
     }
 
     /// A group whose entries need several passes of a small scratch, and a
-    /// depth that does not fit it alone, come back per depth; the index
-    /// survives a reopen and a damaged one is refused.
+    /// depth that does not fit it alone, come back per depth, from value
+    /// bytes or value words; the index survives a reopen and a damaged one
+    /// is refused.
     #[test]
     fn chunks_come_back_by_depth_whatever_the_scratch() {
         let dir = tempfile::tempdir().unwrap();
@@ -901,6 +902,22 @@ mod tests {
                 assert_eq!(got, wanted(depth), "depth {depth}, scratch of {scratch_entries}");
             }
             assert!(schedule.index().chunk(0, 3).0.is_empty() && schedule.index().chunk(3, 3).0.is_empty());
+            // The same entries from value words, whose depths run past 255
+            // (word 100b + 7 falls due at depth 2b + 303).
+            let words: Vec<u8> = values.iter().flat_map(|&b| (u16::from(b) * 100 + 7).to_le_bytes()).collect();
+            let word_depth = |word: u16| depth_of(((word - 7) / 100) as u8).map(|d| d + 300);
+            let mut schedule = CaptureSchedule::create(dir.path(), "2v3", 4).unwrap();
+            schedule.begin_group(0).unwrap();
+            write_group_words(&mut schedule, 2, (&capture, &words), word_depth, &mut scratch, None).unwrap();
+            schedule.seal().unwrap();
+            let schedule = CaptureSchedule::reopen(dir.path(), "2v3", 4).unwrap();
+            for depth in [3, 5, 7, 9, 11, 13, 4] {
+                let mut got = Vec::new();
+                schedule
+                    .for_each_due((2, depth + 300), &mut bytes, &mut unpacker, |n, s| got.push((n as u32, s)))
+                    .unwrap();
+                assert_eq!(got, wanted(depth), "words: depth {}, scratch of {scratch_entries}", depth + 300);
+            }
         }
         // A flipped bit anywhere in the chunks is refused as damage.
         let path = dir.path().join("2v2.captures");
