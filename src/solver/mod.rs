@@ -95,10 +95,10 @@ pub enum SolveError {
     #[error("table size must be 1..={MAX_PIECES_PER_SIDE} pieces per side, got {0}")]
     Size(usize),
     #[error(
-        "material {material} needs a loss deeper than {MAX_LOSS_PLIES} plies, which one-byte values cannot hold, and this budget cannot hold it with two-byte values; a budget (--mem) of at least {} ({in_memory_bytes} bytes) can, solving it in memory (README: Limits)",
-        crate::blockio::format_size(*in_memory_bytes)
+        "material {material} needs a loss deeper than {MAX_LOSS_PLIES} plies, which one-byte values cannot hold, and this budget cannot hold it with two-byte values; a budget (--mem) of at least {} ({needed_budget_bytes} bytes) can (README: Limits)",
+        crate::blockio::format_size(*needed_budget_bytes)
     )]
-    TooDeep { material: Material, in_memory_bytes: u64 },
+    TooDeep { material: Material, needed_budget_bytes: u64 },
     #[error(
         "a memory budget of {} cannot hold the largest group of this table with its landing slice; the minimum is {} ({minimum_bytes} bytes)",
         crate::blockio::format_size(*budget_bytes),
@@ -118,12 +118,12 @@ pub enum SolveError {
 enum Widening {
     /// Goes on in words (`Work::widen_values`), first dropping its kept
     /// move lists if the budget holds its lanes in words only without them.
-    /// (A streamed pair whose window cannot hold a group's value words at
-    /// finishing stops as `Refused` does.)
-    InPlace { drop_move_lists: bool, in_memory_bytes: u64 },
-    /// Stops with `SolveError::TooDeep`: a run that asked for bytes, or a
-    /// resident pair whose budget is below `in_memory_bytes`.
-    Refused { in_memory_bytes: u64 },
+    InPlace { drop_move_lists: bool },
+    /// Stops with `SolveError::TooDeep`: a run that asked for bytes, a
+    /// resident pair whose budget cannot hold its lanes in words, or a
+    /// streamed one whose window cannot hold a group's value words, which
+    /// finishing loads whole. A budget of `needed_budget_bytes` would do.
+    Refused { needed_budget_bytes: u64 },
 }
 
 /// A pair as the solver plans to solve it, before it starts.
@@ -2329,23 +2329,12 @@ fn solve_pair(
         let depth = state.depth_plies + 1;
         if depth > works[0].width.max_loss_plies() + 1 {
             let material = works[0].index.material;
-            let too_deep = |in_memory_bytes| SolveError::TooDeep { material, in_memory_bytes };
-            let (drop_move_lists, in_memory_bytes) = match widening {
-                Widening::InPlace { drop_move_lists, in_memory_bytes } => (drop_move_lists, in_memory_bytes),
-                Widening::Refused { in_memory_bytes } => return Err(too_deep(in_memory_bytes)),
+            let drop_move_lists = match widening {
+                Widening::InPlace { drop_move_lists } => drop_move_lists,
+                Widening::Refused { needed_budget_bytes } => {
+                    return Err(SolveError::TooDeep { material, needed_budget_bytes });
+                }
             };
-            // Streamed, finishing loads a group's values whole, now twice
-            // as long, into the window's value buffer.
-            let values_fit = |(window, _): &(&mut Window, &mut DiskIo)| {
-                let largest = |w: &Work| {
-                    let words = w.values_at(ValueWidth::Word);
-                    (0..w.index.groups().len()).map(|g| window::padded_len(&words, g)).max().unwrap_or(0)
-                };
-                works.iter().map(largest).max().unwrap_or(0) <= window.value_capacity()
-            };
-            if !window.as_ref().is_none_or(values_fit) {
-                return Err(too_deep(in_memory_bytes));
-            }
             for work in works.iter_mut() {
                 if drop_move_lists {
                     (work.kept, work.fresh_placements) = (None, None);
@@ -2550,14 +2539,6 @@ pub fn solve_with(
         };
         let streamed = planned.is_streamed(config, width);
         let in_memory_bytes = planned.resident_word_bytes;
-        let widening = match (config.value_width, config.budget_bytes) {
-            (None, _) if streamed => Widening::InPlace { drop_move_lists: false, in_memory_bytes },
-            (None, None) => Widening::InPlace { drop_move_lists: false, in_memory_bytes },
-            (None, Some(budget)) if budget >= in_memory_bytes => {
-                Widening::InPlace { drop_move_lists: true, in_memory_bytes }
-            }
-            _ => Widening::Refused { in_memory_bytes },
-        };
         let Pair { members, resident_bytes, .. } = planned;
         let indexes: Vec<MaterialIndex> = members.iter().map(|&m| MaterialIndex::new(m)).collect();
         if streamed && disk.is_none() {
@@ -2636,7 +2617,10 @@ pub fn solve_with(
                 })
             })
             .collect();
-        let mut window = if streamed {
+        // Streamed: the window, whether it holds the largest group's value
+        // words (finishing loads a group whole), and the budget whose
+        // window would.
+        let (mut window, words_fit, words_budget_bytes) = if streamed {
             let finished: Vec<Option<&FinishedMaterial>> = members.iter().map(|&m| captured_of(m)).collect();
             let needs = streamed_minimum(&works, &finished);
             let io_bytes = io_block * IO_BLOCKS as u64;
@@ -2662,9 +2646,24 @@ pub fn solve_with(
             let value_bytes = needs.value + align(spare * layout_bytes);
             let slices = [needs.landing_slice.max(needs.captured_slice), needs.landing_slice];
             let block_words = (members[0].mover * members[0].opponent) as usize;
-            Some(Window::new(&slices[..stages as usize], plane_bytes, value_bytes, block_words)?)
+            let window = Window::new(&slices[..stages as usize], plane_bytes, value_bytes, block_words)?;
+            // Spare layouts whose value share covers the words' extra
+            // length, with two windows (an upper bound for one).
+            let largest_words = |w: &Work| {
+                let words = w.values_at(ValueWidth::Word);
+                (0..w.index.groups().len()).map(|g| window::padded_len(&words, g)).max().unwrap_or(0)
+            };
+            let largest = works.iter().map(largest_words).max().unwrap_or(0);
+            let spare_needed = (largest.saturating_sub(needs.value) + SEGMENT_ALIGN_BYTES).div_ceil(layout_bytes);
+            let words_budget = two + config.reserved_bytes + 2 * spare_needed * (WINDOW_PLANES * 4 + layout_bytes);
+            (Some(window), largest <= value_bytes, words_budget.max(budget))
         } else {
-            None
+            (None, true, in_memory_bytes)
+        };
+        let words_held = if streamed { words_fit } else { config.budget_bytes.is_none_or(|b| b >= in_memory_bytes) };
+        let widening = match config.value_width {
+            None if words_held => Widening::InPlace { drop_move_lists: !streamed && config.budget_bytes.is_some() },
+            _ => Widening::Refused { needed_budget_bytes: words_budget_bytes },
         };
         let streaming = window.as_mut().zip(disk.as_mut());
         let checkpoints = checkpoint.as_mut().filter(|_| streamed).map(|checkpoint| PairCheckpoints {
@@ -2922,8 +2921,9 @@ mod tests {
     /// throughout, with or without the mirror's steps, but with words only
     /// where bytes do not hold the values. A run with a work directory
     /// does the same, 2v2 in memory or streamed, and reopens 2v2's packed
-    /// words when resumed; a 2v2 in memory whose widened lanes its budget
-    /// cannot hold is refused with the budget that would hold them.
+    /// words when resumed; a 2v2 whose budget cannot hold its words (its
+    /// lanes in memory, a group's streamed) is refused, naming a budget
+    /// that can.
     #[test]
     fn a_table_too_deep_for_bytes_is_solved_in_words() {
         let names = ["Cobra", "Eel", "Goose", "Mantis", "Rooster"];
@@ -2989,13 +2989,36 @@ mod tests {
         assert_eq!(*widened.lock().unwrap(), [Material::new(2, 2)]);
         assert_eq!(through_disk.streamed_pairs, through_disk.pairs);
         assert!(values(words_of(&through_disk)) == solved, "streamed");
+        drop(through_disk);
+        let _ = std::fs::remove_dir_all(dir.path().join("w"));
+        // Streamed in the smallest budget, the window cannot hold a group's
+        // words at finishing: refused, naming a budget that can, which then
+        // gives the same table.
+        let smallest = |budget_bytes| SolveConfig { budget_bytes: Some(budget_bytes), ..streamed.clone() };
+        let minimum = match solve_with(&rules, 2, &smallest(4096), &|_| {}) {
+            Err(SolveError::BudgetTooSmall { minimum_bytes, .. }) => minimum_bytes,
+            other => panic!("{:?}", other.map(|_| ())),
+        };
+        let _ = std::fs::remove_dir_all(dir.path().join("w"));
+        let needed = match solve_with(&rules, 2, &smallest(minimum), &|_| {}) {
+            Err(SolveError::TooDeep { material, needed_budget_bytes }) if material == Material::new(2, 2) => {
+                needed_budget_bytes
+            }
+            other => panic!("{:?}", other.map(|_| ())),
+        };
+        assert!(needed > minimum);
+        let _ = std::fs::remove_dir_all(dir.path().join("w"));
+        let enough = solve_with(&rules, 2, &smallest(needed), &|_| {}).unwrap();
+        assert_eq!(enough.streamed_pairs, enough.pairs);
+        assert!(values(words_of(&enough)) == solved, "streamed in the budget named");
+        drop(enough);
         // Resident in a budget that holds 2v2's bytes but not its words, it
         // is refused, with the budget that holds them.
         let _ = std::fs::remove_dir_all(dir.path().join("w"));
         let tight = SolveConfig { budget_bytes: Some(in_memory_bytes - 1), force_streamed: false, ..streamed };
         match solve_with(&rules, 2, &tight, &|_| {}) {
-            Err(SolveError::TooDeep { material, in_memory_bytes: needed }) => {
-                assert_eq!((material, needed), (Material::new(2, 2), in_memory_bytes))
+            Err(SolveError::TooDeep { material, needed_budget_bytes }) => {
+                assert_eq!((material, needed_budget_bytes), (Material::new(2, 2), in_memory_bytes))
             }
             other => panic!("{:?}", other.map(|_| ())),
         }
