@@ -455,3 +455,30 @@ fn a_pair_that_widens_to_value_words_resumes_bit_identical() {
     assert!(generate(&work, &out, true, &cards).status().unwrap().success());
     assert_eq!(shards(&reference), shards(&out));
 }
+
+/// A streamed pair's steps hold depths, not values, so its width can change
+/// between runs: a run resumed from a checkpoint that says the pair is in
+/// value words (as one that widened would) goes on in words, and since
+/// none of its values is deeper than a byte holds, finishes it in bytes,
+/// giving the table of an uninterrupted run bit for bit.
+#[test]
+fn a_streamed_pair_resumed_in_words_is_finished_in_bytes() {
+    let root = tempfile::tempdir().unwrap();
+    let run = |work: &Path, out: &Path, resume: bool| generate(work, out, resume, &["--checkpoint-every", "0"]);
+    let reference = root.path().join("reference");
+    assert!(run(&root.path().join("w0"), &reference, false).status().unwrap().success());
+    let (work, out) = (root.path().join("w1"), root.path().join("out"));
+    let mut child = run(&work, &out, false).spawn().unwrap();
+    while checkpointed_depth(&work).is_none_or(|d| d < 5) {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before 2v2 was checkpointed");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let path = work.join("checkpoint.json");
+    let record = fs::read_to_string(&path).unwrap();
+    assert!(record.contains(r#""words":false"#), "{record}");
+    fs::write(&path, record.replace(r#""words":false"#, r#""words":true"#)).unwrap();
+    assert!(run(&work, &out, true).status().unwrap().success());
+    assert_eq!(shards(&reference), shards(&out));
+}

@@ -114,6 +114,12 @@ impl DecisionLog {
         }
     }
 
+    /// The deepest step that decided anything (0 if none).
+    pub fn deepest_decided_plies(&self) -> u16 {
+        let ends = self.segments.iter().skip(1).map(|s| s.1).chain([self.len()]);
+        self.segments.iter().zip(ends).filter(|(s, end)| *end > s.1).map(|(s, _)| s.0).max().unwrap_or(0)
+    }
+
     /// Starts the segment of the step at `depth_plies` (0: initialisation).
     pub fn begin_step(&mut self, depth_plies: u16) {
         if depth_plies.is_multiple_of(2) {

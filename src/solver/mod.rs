@@ -118,6 +118,8 @@ pub enum SolveError {
 enum Widening {
     /// Goes on in words (`Work::widen_values`), first dropping its kept
     /// move lists if the budget holds its lanes in words only without them.
+    /// (As each material is finished, values in words that all fit a byte
+    /// are narrowed back: `finish`.)
     InPlace { drop_move_lists: bool },
     /// Stops with `SolveError::TooDeep`: a run that asked for bytes, a
     /// resident pair whose budget cannot hold its lanes in words, or a
@@ -237,10 +239,10 @@ pub struct SolveConfig {
     /// for the caller's own buffers beside the solve: a shard writer.
     pub reserved_bytes: u64,
     /// Bytes per value. None: the solver chooses: bytes, and words for a
-    /// resident pair from where it needs a loss deeper than a byte holds
+    /// pair from where it needs a loss deeper than a byte holds
     /// (`Progress::Widened`) and for the pairs whose captures lead to it;
     /// words that fit are narrowed as each material is finished (`Widening`).
-    /// Some: that width throughout. Streamed pairs hold bytes only.
+    /// Some: that width throughout.
     pub value_width: Option<ValueWidth>,
 }
 
@@ -725,11 +727,10 @@ fn widen_within(values: &mut [u8], from: usize, to: usize, len: usize) {
 }
 
 /// Value words for value bytes, a lane segment at a time.
-fn widen_segment(bytes: &[u8], words: &mut [u8]) -> bool {
+fn widen_segment(bytes: &[u8], words: &mut [u8]) {
     for (k, &byte) in bytes.iter().enumerate() {
         crate::value::set_word_at(words, k, crate::value::widen(byte));
     }
-    true
 }
 
 /// Every material of a table, solved.
@@ -2116,6 +2117,7 @@ fn finish(
     moves: &MoveTable,
     work: &mut Work,
     window: Option<(&mut Window, &mut DiskIo)>,
+    narrow: bool,
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(), SolveError> {
     let all: Vec<usize> = (0..work.index.groups().len()).collect();
@@ -2126,16 +2128,29 @@ fn finish(
             let Storage::Resident(lanes) = storage else { unreachable!("no window: resident") };
             let (p, q) = (index.material.mover as usize, index.material.opponent as usize);
             let groups = index.groups();
-            let width = *width;
-            run_finish(&all, own_resident(lanes, width, &pm, &vm), |g, won, lost, values| {
-                kernel::finish(won, lost, width, values);
+            run_finish(&all, own_resident(lanes, *width, &pm, &vm), |g, won, lost, values| {
+                kernel::finish(won, lost, *width, values);
                 // Then the images' bytes, which the steps left to this,
                 // while the group's bytes are in the cache.
                 let unit = Unit { group: &groups[g], p, q, start: 0, end: groups[g].layouts / (p * q) as u64 };
-                kernel::mirror_values(moves, unit, width, values);
+                kernel::mirror_values(moves, unit, *width, values);
             });
+            if narrow
+                && *width == ValueWidth::Word
+                && let Some((bytes_layout, bytes)) =
+                    relaid_values(index, values, &lanes.values, ValueWidth::Byte, narrow_segment)
+            {
+                (*values, lanes.values, *width) = (bytes_layout, bytes, ValueWidth::Byte);
+            }
         }
         Some((window, disk)) => {
+            // Its values are the depths of the steps that decided them (and
+            // draws, wins in 1, losses in 0): if no step deeper than a byte
+            // holds decided anything, they are finished in bytes.
+            let deepest = work.files().log().deepest_decided_plies();
+            if narrow && work.width == ValueWidth::Word && deepest <= ValueWidth::Byte.max_loss_plies() + 1 {
+                (work.values, work.width) = (work.values_at(ValueWidth::Byte), ValueWidth::Byte);
+            }
             // Batches in the order the steps visited groups, so that each
             // step's part of the decision log is read front to back.
             let batches: Vec<Vec<usize>> = (schedule::opponent_slices(&work.index).into_iter())
@@ -2278,7 +2293,7 @@ fn solve_pair(
     mut window: Option<(&mut Window, &mut DiskIo)>,
     resume: Option<&PairRecord>,
     mut checkpoints: Option<PairCheckpoints>,
-    widening: Widening,
+    (widening, narrow): (Widening, bool),
     progress: &(dyn Fn(Progress) + Sync),
 ) -> Result<(), SolveError> {
     macro_rules! reborrow {
@@ -2375,7 +2390,7 @@ fn solve_pair(
         record_pair(&mut checkpoints, works, &mut window, state, state.steps_done)?;
     }
     for work in works.iter_mut() {
-        finish(moves, work, reborrow!(), progress)?;
+        finish(moves, work, reborrow!(), narrow, progress)?;
     }
     Ok(())
 }
@@ -2673,7 +2688,12 @@ pub fn solve_with(
             started,
             spent_before,
         });
-        solve_pair(rules, &moves, &mut works, &captured, streaming, resume.as_ref(), checkpoints, widening, progress)?;
+        // A run that chooses the width keeps words only where they are
+        // needed: a material in words whose values all fit a byte is
+        // finished in bytes (`finish`), so each shard is the same whichever
+        // way the run got there.
+        let widths = (widening, config.value_width.is_none());
+        solve_pair(rules, &moves, &mut works, &captured, streaming, resume.as_ref(), checkpoints, widths, progress)?;
         if let Some(window) = &window {
             io.bytes_read += window.io.bytes_read;
             io.bytes_written += window.io.bytes_written;
@@ -2687,29 +2707,11 @@ pub fn solve_with(
             // Only the values live on: the budget counted the planes and
             // the move lists, not a second copy of the values beside them.
             (work.kept, work.fresh_placements) = (None, None);
-            let Work { index, values: mut layout, mut width, storage, .. } = work;
-            let resident = match storage {
-                Storage::Resident(lanes) => {
+            let Work { index, values: layout, width, storage, .. } = work;
+            let finished = match (&config.work_dir, storage) {
+                (None, Storage::Resident(lanes)) => FinishedValues::Resident(lanes.into_values()),
+                (Some(dir), Storage::Resident(lanes)) => {
                     let values = lanes.into_values();
-                    // Words that all fit a byte are stored as bytes, unless
-                    // the run asked for a width: so a table holds words only
-                    // where it must, whichever way the run got there.
-                    let fits = (config.value_width.is_none() && width == ValueWidth::Word)
-                        .then(|| relaid_values(&index, &layout, &values, ValueWidth::Byte, narrow_segment))
-                        .flatten();
-                    Ok(match fits {
-                        Some((bytes_layout, bytes)) => {
-                            (layout, width) = (bytes_layout, ValueWidth::Byte);
-                            bytes
-                        }
-                        None => values,
-                    })
-                }
-                Storage::OnDisk(files) => Err(files),
-            };
-            let finished = match (&config.work_dir, resident) {
-                (None, Ok(values)) => FinishedValues::Resident(values),
-                (Some(dir), Ok(values)) => {
                     let mut packer = PackedWriter::create(dir, material, &layout)?;
                     for g in 0..index.groups().len() {
                         let segment = layout.segment(g);
@@ -2723,12 +2725,12 @@ pub fn solve_with(
                     work_files::remove_planes(dir, material);
                     FinishedValues::Packed(packed)
                 }
-                (Some(dir), Err(files)) => {
+                (Some(dir), Storage::OnDisk(files)) => {
                     let disk = disk.as_mut().expect("opened for streamed pairs");
                     files.finish(dir, material, disk)?;
                     FinishedValues::Packed(PackedValues::open(&packed_values::packed_path(dir, material), &layout)?)
                 }
-                (None, Err(_)) => unreachable!("lanes on disk need a work directory"),
+                (None, Storage::OnDisk(_)) => unreachable!("lanes on disk need a work directory"),
             };
             solved.insert(material, FinishedMaterial { index, values_layout: layout, values: finished, width });
         }
@@ -3068,7 +3070,11 @@ mod tests {
         let bytes = LaneLayout::new(&index, CARD_STATES as u64);
         let words = LaneLayout::new(&index, 2 * CARD_STATES as u64);
         let mut lane: Vec<u8> = (0..bytes.total_bytes()).map(|i| ((i * 2_654_435_761) >> 7) as u8).collect();
-        let (_, expected) = relaid_values(&index, &bytes, &lane, ValueWidth::Word, widen_segment).unwrap();
+        let widen = |bytes: &[u8], words: &mut [u8]| {
+            widen_segment(bytes, words);
+            true
+        };
+        let (_, expected) = relaid_values(&index, &bytes, &lane, ValueWidth::Word, widen).unwrap();
         widen_in_place(&mut lane, &bytes, &words);
         assert!(lane == expected);
     }
