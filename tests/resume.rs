@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 fn onitb() -> Command {
@@ -83,6 +83,17 @@ fn checkpointed_depth(work: &Path) -> Option<u64> {
     let bytes = fs::read(work.join("checkpoint.json")).ok()?;
     let record: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     record["pair"]["depth_plies"].as_u64()
+}
+
+/// Kills `child` (SIGKILL) once the checkpoint in `work` records the pair
+/// in progress at `depth_plies` or deeper; fails if the run ends first.
+fn kill_once_checkpointed(mut child: Child, work: &Path, depth_plies: u64) {
+    while checkpointed_depth(work).is_none_or(|d| d < depth_plies) {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before depth {depth_plies} was checkpointed");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
 }
 
 /// What the checkpoint in `work` says the runs spent: on each finished
@@ -194,13 +205,7 @@ fn a_pair_checkpointed_streamed_may_be_resumed_in_memory() {
         command.stdout(Stdio::null()).stderr(Stdio::null());
         command
     };
-    let mut child = run("8MiB", &out, false).spawn().unwrap();
-    while checkpointed_depth(&work).is_none_or(|d| d < 5) {
-        assert!(child.try_wait().unwrap().is_none(), "the run ended before 2v2 was checkpointed");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    kill_once_checkpointed(run("8MiB", &out, false).spawn().unwrap(), &work, 5);
     // 64 MiB holds 2v2 (15 MB of lanes): the pair is redone in memory.
     assert!(run("64MiB", &out, true).status().unwrap().success());
     assert!(!work.exists(), "the streamed attempt's plane files are removed too");
@@ -440,16 +445,8 @@ fn a_pair_that_widens_to_value_words_resumes_bit_identical() {
         record["pair"]["words"].as_bool()
     };
     for (kill_after, in_words) in [(100u64, false), (270, true)] {
-        let mut child = generate(&work, &out, work.join("checkpoint.json").exists(), &cards).spawn().unwrap();
-        loop {
-            assert!(child.try_wait().unwrap().is_none(), "the run ended before depth {kill_after}");
-            if checkpointed_depth(&work).is_some_and(|d| d >= kill_after) {
-                child.kill().unwrap(); // SIGKILL
-                child.wait().unwrap();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        let child = generate(&work, &out, work.join("checkpoint.json").exists(), &cards).spawn().unwrap();
+        kill_once_checkpointed(child, &work, kill_after);
         assert_eq!(words(), Some(in_words), "killed after depth {kill_after}");
     }
     assert!(generate(&work, &out, true, &cards).status().unwrap().success());
@@ -468,13 +465,7 @@ fn a_streamed_pair_resumed_in_words_is_finished_in_bytes() {
     let reference = root.path().join("reference");
     assert!(run(&root.path().join("w0"), &reference, false).status().unwrap().success());
     let (work, out) = (root.path().join("w1"), root.path().join("out"));
-    let mut child = run(&work, &out, false).spawn().unwrap();
-    while checkpointed_depth(&work).is_none_or(|d| d < 5) {
-        assert!(child.try_wait().unwrap().is_none(), "the run ended before 2v2 was checkpointed");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    kill_once_checkpointed(run(&work, &out, false).spawn().unwrap(), &work, 5);
     let path = work.join("checkpoint.json");
     let record = fs::read_to_string(&path).unwrap();
     assert!(record.contains(r#""words":false"#), "{record}");
