@@ -1812,8 +1812,8 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
     report
 }
 
-/// Every value (of `width`) from the planes alone, for a streamed material whose
-/// value bytes were never written (its steps' decisions come from the
+/// Every value (of `width`) from the planes alone, for a streamed material
+/// whose values were never written (its steps' decisions come from the
 /// decision log, applied after this): holes are [`NO_VALUE`], states won or
 /// lost by then were decided at initialisation (wins in one, no-move
 /// losses), the others are draws for now. Writes every byte of each
