@@ -114,13 +114,15 @@ pub enum SolveError {
 }
 
 /// What a pair does when its steps pass what a value byte holds.
-#[derive(Clone, Copy, Debug)]
-enum Widening {
-    /// Goes on in words (`Work::widen_values`), first dropping its kept
-    /// move lists if the budget holds its lanes in words only without them.
-    /// (As each material is finished, values in words that all fit a byte
-    /// are narrowed back: `finish`.)
-    InPlace { drop_move_lists: bool },
+#[derive(Clone, Copy)]
+enum Widening<'a> {
+    /// Goes on in words (`Work::widen_values`): resident, first dropping
+    /// its kept move lists if the budget holds its lanes in words only
+    /// without them; streamed, in a window made again for words by
+    /// `window` (the byte window's memory freed first), since finishing
+    /// loads a group's values whole. (As each material is finished, values
+    /// in words that all fit a byte are narrowed back: `finish`.)
+    InPlace { drop_move_lists: bool, window: Option<&'a WindowMaker<'a>> },
     /// Stops with `SolveError::TooDeep`: a run that asked for bytes, a
     /// resident pair whose budget cannot hold its lanes in words, or a
     /// streamed one whose window cannot hold a group's value words, which
@@ -2344,8 +2346,8 @@ fn solve_pair(
         let depth = state.depth_plies + 1;
         if depth > works[0].width.max_loss_plies() + 1 {
             let material = works[0].index.material;
-            let drop_move_lists = match widening {
-                Widening::InPlace { drop_move_lists } => drop_move_lists,
+            let (drop_move_lists, make_window) = match widening {
+                Widening::InPlace { drop_move_lists, window } => (drop_move_lists, window),
                 Widening::Refused { needed_budget_bytes } => {
                     return Err(SolveError::TooDeep { material, needed_budget_bytes });
                 }
@@ -2355,6 +2357,12 @@ fn solve_pair(
                     (work.kept, work.fresh_placements) = (None, None);
                 }
                 work.widen_values();
+            }
+            if let (Some((window, _)), Some(make_window)) = (window.as_mut(), make_window) {
+                let io = window.io;
+                (window.owns, window.slices) = (Vec::new(), Vec::new());
+                **window = make_window(works)?;
+                window.io = io;
             }
             progress(Progress::Widened { material });
         }
@@ -2632,53 +2640,23 @@ pub fn solve_with(
                 })
             })
             .collect();
-        // Streamed: the window, whether it holds the largest group's value
-        // words (finishing loads a group whole), and the budget whose
-        // window would.
-        let (mut window, words_fit, words_budget_bytes) = if streamed {
-            let finished: Vec<Option<&FinishedMaterial>> = members.iter().map(|&m| captured_of(m)).collect();
-            let needs = streamed_minimum(&works, &finished);
-            let io_bytes = io_block * IO_BLOCKS as u64;
-            let minimum = needs.first_stage() + io_bytes;
-            let budget = config.budget_bytes.unwrap_or(minimum);
-            if budget < minimum {
-                return Err(SolveError::BudgetTooSmall { budget_bytes: budget, minimum_bytes: minimum });
-            }
-            // Two windows and slice buffers if the budget holds them, so
-            // reading overlaps computing; one otherwise. (The second slice
-            // buffer only ever holds landing slices.)
-            let two = minimum + needs.second_stage();
-            let (stages, fixed) = if budget >= two { (2, two) } else { (1, minimum) };
-            // Share what is left over between the windows' buffers, 4 bytes
-            // per layout for each plane (five lanes and the due states) and
-            // 30 or 60 for the values.
-            // Less what the caller keeps for itself, out of what is left.
-            let left = budget - fixed - config.reserved_bytes.min(budget - fixed);
-            let layout_bytes = (CARD_STATES * width.bytes()) as u64;
-            let spare = left / stages / (WINDOW_PLANES * 4 + layout_bytes);
-            let align = |b: u64| b / SEGMENT_ALIGN_BYTES * SEGMENT_ALIGN_BYTES;
-            let plane_bytes = needs.plane + align(spare * 4);
-            let value_bytes = needs.value + align(spare * layout_bytes);
-            let slices = [needs.landing_slice.max(needs.captured_slice), needs.landing_slice];
-            let block_words = (members[0].mover * members[0].opponent) as usize;
-            let window = Window::new(&slices[..stages as usize], plane_bytes, value_bytes, block_words)?;
-            // Spare layouts whose value share covers the words' extra
-            // length, with two windows (an upper bound for one).
-            let largest_words = |w: &Work| {
-                let words = w.values_at(ValueWidth::Word);
-                (0..w.index.groups().len()).map(|g| window::padded_len(&words, g)).max().unwrap_or(0)
-            };
-            let largest = works.iter().map(largest_words).max().unwrap_or(0);
-            let spare_needed = (largest.saturating_sub(needs.value) + SEGMENT_ALIGN_BYTES).div_ceil(layout_bytes);
-            let words_budget = two + config.reserved_bytes + 2 * spare_needed * (WINDOW_PLANES * 4 + layout_bytes);
-            (Some(window), largest <= value_bytes, words_budget.max(budget))
-        } else {
-            (None, true, in_memory_bytes)
+        // Streamed: the window, and the budget whose window holds the pair
+        // in words (finishing loads a group's values whole).
+        let finished: Vec<Option<&FinishedMaterial>> = members.iter().map(|&m| captured_of(m)).collect();
+        let window_budget = (config.budget_bytes, config.reserved_bytes, io_block * IO_BLOCKS as u64);
+        let make_window = |works: &[Work]| streamed_window(works, &finished, window_budget);
+        let mut window = streamed.then(|| make_window(&works)).transpose()?;
+        let needed_budget_bytes = match streamed {
+            true => streamed_minimum(&works, &finished, ValueWidth::Word).first_stage() + window_budget.2,
+            false => in_memory_bytes,
         };
-        let words_held = if streamed { words_fit } else { config.budget_bytes.is_none_or(|b| b >= in_memory_bytes) };
+        let words_held = config.budget_bytes.is_none_or(|b| b >= needed_budget_bytes);
         let widening = match config.value_width {
-            None if words_held => Widening::InPlace { drop_move_lists: !streamed && config.budget_bytes.is_some() },
-            _ => Widening::Refused { needed_budget_bytes: words_budget_bytes },
+            None if words_held => Widening::InPlace {
+                drop_move_lists: !streamed && config.budget_bytes.is_some(),
+                window: streamed.then_some(&make_window as &WindowMaker),
+            },
+            _ => Widening::Refused { needed_budget_bytes },
         };
         let streaming = window.as_mut().zip(disk.as_mut());
         let checkpoints = checkpoint.as_mut().filter(|_| streamed).map(|checkpoint| PairCheckpoints {
@@ -2751,6 +2729,46 @@ pub fn solve_with(
 
 fn millis(time: Duration) -> u64 {
     u64::try_from(time.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Makes a streamed pair's window (see [`Widening`]).
+type WindowMaker<'a> = dyn Fn(&[Work]) -> Result<Window, SolveError> + 'a;
+
+/// The window a streamed pair (its materials `works`, capturing into
+/// `captured`) is solved in, for `(budget, reserved, io)`: the budget
+/// (None: the smallest window), what the caller keeps of it for itself
+/// where it can, and the I/O blocks'. Two windows and slice buffers if the
+/// budget holds them, so reading overlaps computing; one otherwise (the
+/// second slice buffer only ever holds landing slices). Refused, naming
+/// the minimum, if the budget holds no window.
+fn streamed_window(
+    works: &[Work],
+    captured: &[Option<&FinishedMaterial>],
+    (budget, reserved, io_bytes): (Option<u64>, u64, u64),
+) -> Result<Window, SolveError> {
+    let width = works[0].width;
+    let needs = streamed_minimum(works, captured, width);
+    let minimum = needs.first_stage() + io_bytes;
+    let budget = budget.unwrap_or(minimum);
+    if budget < minimum {
+        return Err(SolveError::BudgetTooSmall { budget_bytes: budget, minimum_bytes: minimum });
+    }
+    let two = minimum + needs.second_stage();
+    let (stages, fixed) = if budget >= two { (2, two) } else { (1, minimum) };
+    // Share what is left over (less what the caller keeps for itself, out
+    // of what is left) between the windows' buffers, 4 bytes per layout for
+    // each plane (five lanes and the due states) and 30 or 60 for the
+    // values.
+    let left = budget - fixed - reserved.min(budget - fixed);
+    let layout_bytes = (CARD_STATES * width.bytes()) as u64;
+    let spare = left / stages / (WINDOW_PLANES * 4 + layout_bytes);
+    let align = |b: u64| b / SEGMENT_ALIGN_BYTES * SEGMENT_ALIGN_BYTES;
+    let plane_bytes = needs.plane + align(spare * 4);
+    let value_bytes = needs.value + align(spare * layout_bytes);
+    let slices = [needs.landing_slice.max(needs.captured_slice), needs.landing_slice];
+    let material = works[0].index.material;
+    let block_words = (material.mover * material.opponent) as usize;
+    Window::new(&slices[..stages as usize], plane_bytes, value_bytes, block_words)
 }
 
 /// Lists every placement's quiet moves of a resident pair once, for all its

@@ -919,13 +919,22 @@ fn lane_minimum<'a>(
     needs
 }
 
-/// Buffers a streamed pair needs, for the smallest window that holds any
-/// one group. (Captured values are unpacked at the pair's width.)
-pub(super) fn streamed_minimum(works: &[Work], captured: &[Option<&FinishedMaterial>]) -> BufferNeeds {
-    let layout_bytes = (CARD_STATES * works[0].width.bytes()) as u64;
+/// Buffers a streamed pair needs with values of `width`, for the smallest
+/// window that holds any one group. (Captured values are unpacked at the
+/// pair's width.)
+pub(super) fn streamed_minimum(
+    works: &[Work],
+    captured: &[Option<&FinishedMaterial>],
+    width: ValueWidth,
+) -> BufferNeeds {
+    let layout_bytes = (CARD_STATES * width.bytes()) as u64;
+    let values: Vec<LaneLayout> = works.iter().map(|w| LaneLayout::new(&w.index, layout_bytes)).collect();
     let captured: Vec<(&MaterialIndex, LaneLayout)> =
         captured.iter().flatten().map(|c| (&c.index, LaneLayout::new(&c.index, layout_bytes))).collect();
-    lane_minimum(works.iter().map(|w| (&w.index, &w.planes, &w.values)), captured.iter().map(|(i, v)| (*i, v)))
+    lane_minimum(
+        works.iter().zip(&values).map(|(w, v)| (&w.index, &w.planes, v)),
+        captured.iter().map(|(i, v)| (*i, v)),
+    )
 }
 
 /// Splits items of (plane, value) `sizes` into runs that fit `caps`, each
