@@ -125,8 +125,8 @@ enum Widening<'a> {
     InPlace { drop_move_lists: bool, window: Option<&'a WindowMaker<'a>> },
     /// Stops with `SolveError::TooDeep`: a run that asked for bytes, a
     /// resident pair whose budget cannot hold its lanes in words, or a
-    /// streamed one whose window cannot hold a group's value words, which
-    /// finishing loads whole. A budget of `needed_budget_bytes` would do.
+    /// streamed one whose budget cannot hold its window in words. A budget
+    /// of `needed_budget_bytes` would do.
     Refused { needed_budget_bytes: u64 },
 }
 
@@ -2941,8 +2941,8 @@ mod tests {
     /// throughout, with or without the mirror's steps, but with words only
     /// where bytes do not hold the values. A run with a work directory
     /// does the same, 2v2 in memory or streamed, and reopens 2v2's packed
-    /// words when resumed; a 2v2 whose budget cannot hold its words (its
-    /// lanes in memory, a group's streamed) is refused, naming a budget
+    /// words when resumed; a 2v2 whose budget cannot hold it in words (its
+    /// lanes in memory, its window streamed) is refused, naming a budget
     /// that can.
     #[test]
     fn a_table_too_deep_for_bytes_is_solved_in_words() {
@@ -3011,9 +3011,9 @@ mod tests {
         assert!(values(words_of(&through_disk)) == solved, "streamed");
         drop(through_disk);
         let _ = std::fs::remove_dir_all(dir.path().join("w"));
-        // Streamed in the smallest budget, the window cannot hold a group's
-        // words at finishing: refused, naming a budget that can, which then
-        // gives the same table.
+        // Streamed in the smallest budget, which holds no window in words:
+        // refused, naming a budget that does, which then gives the same
+        // table.
         let smallest = |budget_bytes| SolveConfig { budget_bytes: Some(budget_bytes), ..streamed.clone() };
         let minimum = match solve_with(&rules, 2, &smallest(4096), &|_| {}) {
             Err(SolveError::BudgetTooSmall { minimum_bytes, .. }) => minimum_bytes,
