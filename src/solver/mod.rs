@@ -2640,21 +2640,25 @@ pub fn solve_with(
                 })
             })
             .collect();
-        // Streamed: the window, and the budget whose window holds the pair
-        // in words (finishing loads a group's values whole).
         let finished: Vec<Option<&FinishedMaterial>> = members.iter().map(|&m| captured_of(m)).collect();
         let window_budget = (config.budget_bytes, config.reserved_bytes, io_block * IO_BLOCKS as u64);
-        let make_window = |works: &[Work]| streamed_window(works, &finished, window_budget);
-        let mut window = streamed.then(|| make_window(&works)).transpose()?;
-        let needed_budget_bytes = match streamed {
-            true => streamed_minimum(&works, &finished, ValueWidth::Word).first_stage() + window_budget.2,
-            false => in_memory_bytes,
+        let mut window = streamed.then(|| streamed_window(&works, &finished, window_budget)).transpose()?;
+        // Widened, a streamed pair's finishing loads a group's values whole:
+        // it keeps its window if the value buffer holds the largest group's
+        // words, else one is made again for words (initialisation, and its
+        // captured slice, are over by then).
+        let words_window = |works: &[Work]| streamed_window(works, &[], window_budget);
+        let keeps_window = window.as_ref().is_some_and(|w| w.value_capacity() >= largest_word_segment(&works));
+        let needed_budget_bytes = match (streamed, keeps_window) {
+            (true, true) => 0,
+            (true, false) => streamed_minimum(&works, &[], ValueWidth::Word).first_stage() + window_budget.2,
+            (false, _) => in_memory_bytes,
         };
         let words_held = config.budget_bytes.is_none_or(|b| b >= needed_budget_bytes);
         let widening = match config.value_width {
             None if words_held => Widening::InPlace {
                 drop_move_lists: !streamed && config.budget_bytes.is_some(),
-                window: streamed.then_some(&make_window as &WindowMaker),
+                window: (streamed && !keeps_window).then_some(&words_window as &WindowMaker),
             },
             _ => Widening::Refused { needed_budget_bytes },
         };
@@ -2733,6 +2737,15 @@ fn millis(time: Duration) -> u64 {
 
 /// Makes a streamed pair's window (see [`Widening`]).
 type WindowMaker<'a> = dyn Fn(&[Work]) -> Result<Window, SolveError> + 'a;
+
+/// Bytes of the largest group segment of the pair's values in words.
+fn largest_word_segment(works: &[Work]) -> u64 {
+    let largest = |w: &Work| {
+        let words = w.values_at(ValueWidth::Word);
+        (0..w.index.groups().len()).map(|g| window::padded_len(&words, g)).max().unwrap_or(0)
+    };
+    works.iter().map(largest).max().unwrap_or(0)
+}
 
 /// The window a streamed pair (its materials `works`, capturing into
 /// `captured`) is solved in, for `(budget, reserved, io)`: the budget

@@ -130,6 +130,11 @@ impl Window {
         Ok(Window { owns, slices, io: IoTotals::default() })
     }
 
+    /// Bytes of values the first window holds (what finishing loads).
+    pub fn value_capacity(&self) -> u64 {
+        self.owns[0].values.len() as u64
+    }
+
     /// Splits `groups` into as few batches as fit one window each (in
     /// order), of about equal size: a run of groups split greedily ends in
     /// a small batch, and in a step that batch is computed while the next
