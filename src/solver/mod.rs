@@ -118,10 +118,11 @@ pub enum SolveError {
 enum Widening<'a> {
     /// Goes on in words (`Work::widen_values`): resident, first dropping
     /// its kept move lists if the budget holds its lanes in words only
-    /// without them; streamed, in a window made again for words by
-    /// `window` (the byte window's memory freed first), since finishing
-    /// loads a group's values whole. (As each material is finished, values
-    /// in words that all fit a byte are narrowed back: `finish`.)
+    /// without them; streamed, in its window, or in one made again for
+    /// words by `window` (the byte window's memory freed first) if its own
+    /// value buffer cannot hold a group's words, which finishing loads
+    /// whole. (As each material is finished, values in words that all fit
+    /// a byte are narrowed back: `finish`.)
     InPlace { drop_move_lists: bool, window: Option<&'a WindowMaker<'a>> },
     /// Stops with `SolveError::TooDeep`: a run that asked for bytes, a
     /// resident pair whose budget cannot hold its lanes in words, or a
