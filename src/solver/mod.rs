@@ -2562,8 +2562,8 @@ pub fn solve_with(
             None => ValueWidth::Byte,
         };
         let streamed = planned.is_streamed(config, width);
-        let in_memory_bytes = planned.resident_word_bytes;
-        let Pair { members, resident_bytes, .. } = planned;
+        let (resident_bytes, in_memory_bytes) = (planned.resident_bytes_at(width), planned.resident_word_bytes);
+        let Pair { members, .. } = planned;
         let indexes: Vec<MaterialIndex> = members.iter().map(|&m| MaterialIndex::new(m)).collect();
         if streamed && disk.is_none() {
             let opened = DiskIo::new(config.io, io_block as usize, IO_BLOCKS)?;
