@@ -2643,7 +2643,9 @@ pub fn solve_with(
             .collect();
         let finished: Vec<Option<&FinishedMaterial>> = members.iter().map(|&m| captured_of(m)).collect();
         let window_budget = (config.budget_bytes, config.reserved_bytes, io_block * IO_BLOCKS as u64);
-        let mut window = streamed.then(|| streamed_window(&works, &finished, window_budget)).transpose()?;
+        // (A resumed pair is past initialisation: no captured slice.)
+        let captured_slices = if resume.is_some() { &[][..] } else { &finished[..] };
+        let mut window = streamed.then(|| streamed_window(&works, captured_slices, window_budget)).transpose()?;
         // Widened, a streamed pair's finishing loads a group's values whole:
         // it keeps its window if the value buffer holds the largest group's
         // words, else one is made again for words (initialisation, and its
