@@ -382,7 +382,7 @@ impl Work {
     fn new(index: MaterialIndex, streamed_in: Option<StreamedIn>, width: ValueWidth) -> Result<Work, SolveError> {
         let material = index.material;
         let planes = LaneLayout::new(&index, 4);
-        let values = LaneLayout::new(&index, (CARD_STATES * width.bytes()) as u64);
+        let values = value_layout(&index, width);
         let count = index.groups().len();
         let mut groups = vec![GroupState { undecided: 0, events: EventDepths::default(), sparse_layouts: 0 }; count];
         let storage = match streamed_in {
@@ -480,7 +480,7 @@ impl Work {
 
     /// The layout of the material's value lane at `width`.
     fn values_at(&self, width: ValueWidth) -> LaneLayout {
-        LaneLayout::new(&self.index, (CARD_STATES * width.bytes()) as u64)
+        value_layout(&self.index, width)
     }
 }
 
@@ -631,7 +631,7 @@ impl FinishedMaterial {
     /// a resident pair reads its captures from. Counts what is read from
     /// packed values in `io`.
     fn loaded(&self, width: ValueWidth, io: &mut IoTotals) -> Result<(LaneLayout, AlignedBuf), SolveError> {
-        let layout = LaneLayout::new(&self.index, (CARD_STATES * width.bytes()) as u64);
+        let layout = value_layout(&self.index, width);
         let len = layout.total_bytes() as usize;
         let mut buffer = AlignedBuf::zeroed(len)?;
         let groups: Vec<usize> = (0..self.index.groups().len()).collect();
@@ -671,6 +671,12 @@ impl FinishedMaterial {
     }
 }
 
+/// The layout of a material's value lane with values of `width` (30 of them
+/// a layout).
+pub(super) fn value_layout(index: &MaterialIndex, width: ValueWidth) -> LaneLayout {
+    LaneLayout::new(index, (CARD_STATES * width.bytes()) as u64)
+}
+
 /// A value lane laid out again at `width`: every group segment of `from`
 /// (laid out by `layout`) handed to `relay(from, to)` with the group's
 /// segment of a new lane, groups in parallel; None if `relay` refuses one.
@@ -681,7 +687,7 @@ fn relaid_values(
     width: ValueWidth,
     relay: impl Fn(&[u8], &mut [u8]) -> bool + Sync,
 ) -> Option<(LaneLayout, Vec<u8>)> {
-    let to_layout = LaneLayout::new(index, (CARD_STATES * width.bytes()) as u64);
+    let to_layout = value_layout(index, width);
     let mut to = vec![0u8; to_layout.total_bytes() as usize];
     let range = |segment: Range<u64>| segment.start as usize..segment.end as usize;
     let groups = 0..index.groups().len();
@@ -2461,10 +2467,9 @@ impl Pair {
 fn pairs_up_to(max_per_side: usize) -> Vec<Pair> {
     let resident_bytes = |m: Material, width: ValueWidth| {
         let captured = (m.opponent > 1).then(|| Material::new(m.opponent as usize - 1, m.mover as usize));
-        let values = |index: &MaterialIndex| LaneLayout::new(index, (CARD_STATES * width.bytes()) as u64);
         let index = MaterialIndex::new(m);
-        ResidentLanes::bytes(&LaneLayout::new(&index, 4), &values(&index))
-            + captured.map_or(0, |c| values(&MaterialIndex::new(c)).total_bytes())
+        ResidentLanes::bytes(&LaneLayout::new(&index, 4), &value_layout(&index, width))
+            + captured.map_or(0, |c| value_layout(&MaterialIndex::new(c), width).total_bytes())
     };
     Material::all_up_to(max_per_side)
         .into_iter()

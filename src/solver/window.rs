@@ -932,10 +932,9 @@ pub(super) fn streamed_minimum(
     captured: &[Option<&FinishedMaterial>],
     width: ValueWidth,
 ) -> BufferNeeds {
-    let layout_bytes = (CARD_STATES * width.bytes()) as u64;
-    let values: Vec<LaneLayout> = works.iter().map(|w| LaneLayout::new(&w.index, layout_bytes)).collect();
+    let values: Vec<LaneLayout> = works.iter().map(|w| w.values_at(width)).collect();
     let captured: Vec<(&MaterialIndex, LaneLayout)> =
-        captured.iter().flatten().map(|c| (&c.index, LaneLayout::new(&c.index, layout_bytes))).collect();
+        captured.iter().flatten().map(|c| (&c.index, super::value_layout(&c.index, width))).collect();
     lane_minimum(
         works.iter().zip(&values).map(|(w, v)| (&w.index, &w.planes, v)),
         captured.iter().map(|(i, v)| (*i, v)),
