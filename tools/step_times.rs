@@ -1,7 +1,8 @@
 //! Prints the wall time of every solver step, and for each material the
 //! time since the event before its start (allocating its lanes and keeping
 //! its move lists), for finding where time goes.
-//! Usage: cargo run --release --example step_times -- MEN
+//! Usage: cargo run --release --example step_times -- MEN [CARDS]
+//! (CARDS as `generate --cards` takes them; the default set if left out).
 use onitb::rules::{CardSet, NoMoveRule, Rules};
 use onitb::solver::{self, Progress};
 use std::sync::Mutex;
@@ -9,7 +10,14 @@ use std::time::Instant;
 
 fn main() {
     let men: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(6);
-    let rules = Rules { cards: CardSet::default_set(), no_move: NoMoveRule::Pass };
+    let cards = match std::env::args().nth(2) {
+        Some(names) => {
+            let names: Vec<&str> = names.split(',').collect();
+            CardSet::from_names(&names).unwrap_or_else(|e| panic!("cards: {e}"))
+        }
+        None => CardSet::default_set(),
+    };
+    let rules = Rules { cards, no_move: NoMoveRule::Pass };
     let last = Mutex::new(Instant::now());
     let report = |p: Progress| {
         let mut last = last.lock().unwrap();
@@ -25,7 +33,7 @@ fn main() {
                 )
             }
             Progress::MaterialDone { .. } => println!("  done {ms:9.1} ms"),
-            Progress::Widened { material } => println!("{material} too deep for bytes: again in words"),
+            Progress::Widened { material } => println!("{material} too deep for bytes: on in words"),
             Progress::MaterialResumed { .. }
             | Progress::IoBackend { .. }
             | Progress::RunStarted { .. }
