@@ -17,6 +17,7 @@ use onitb::rules::{CardSet, MAX_PIECES_PER_SIDE, NoMoveRule, Outcome, Rules};
 use onitb::shard::{self, TableFiles};
 use onitb::solver::{self, IoTotals, PairPlan, PairTime, Progress, SolveConfig, StepTimes};
 use onitb::store::OutputDir;
+use onitb::value::ValueWidth;
 use onitb::{Stats, Tablebase, Value, verify};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
@@ -247,9 +248,9 @@ fn compress_command(args: CompressArgs) -> Result<()> {
     let quiet = args.quiet;
     let report = |s: ShardSizes| {
         if !quiet {
-            let raw = if s.kept_raw { " (two-byte values: kept raw)" } else { "" };
+            let words = if s.width == ValueWidth::Word { " (two-byte values)" } else { "" };
             let line = format!(
-                "{}: {} states, {} value bytes -> {} bytes, {:.4} bits/state{raw}\n",
+                "{}: {} states, {} value bytes -> {} bytes, {:.4} bits/state{words}\n",
                 s.material,
                 s.states,
                 s.value_bytes,

@@ -24,20 +24,23 @@
 //! [`Packing::Filled`] blocks (one byte per state, 255 in every recomputable
 //! byte; written before 2026-11-22) are still read.
 //!
-//! Every packing is of value bytes: a compressed table keeps its shards of
-//! value words (format version 2) raw, copied block by block
-//! (`ShardSizes::kept_raw`), and win/draw/loss-only compression of a table
-//! with words is refused ([`FormatError::WordValues`]) before anything is
-//! written.
+//! Shards of value words (format version 2) are packed dense too: a byte
+//! per stored state, the value byte of its word where a byte holds it,
+//! and the few deep words after them ([`stored_words`]). On the deep
+//! 4-men set's 2v2 that is 1.557 bits per state at level 19, against 1.746
+//! for the stored words as they are and 1.855 for their low bytes then
+//! their high bytes (1.834, 2.402 and 2.368 at level 3; docs/BENCHMARKS.md,
+//! session 66). Their
+//! win/draw/loss-only shards are shards of bytes: each word is given to
+//! the byte writer as a byte of the same class ([`wdl_byte_of_word`]).
 
 use crate::blockio::DirectAppender;
 use crate::format::{BLOCK_BYTES, CompressedHeader, Content, FormatError, Frame, LEVELS, Packing, ShardHeader};
 use crate::index::MaterialIndex;
 use crate::rules::{CARD_STATES, WinsInOne, masters_end_game};
-use crate::shard::{Context, ShardFile, TableFiles};
-use crate::store::{OutputDir, RawShardWriter, StoreError, check_room, compressed_shard_name, shard_name};
-use crate::table::Stats;
-use crate::value::{DRAW, NO_VALUE, ValueWidth};
+use crate::shard::{Context, TableFiles};
+use crate::store::{OutputDir, StoreError, check_room, compressed_shard_name};
+use crate::value::{DRAW, DRAW_WORD, NO_VALUE, ValueWidth, narrow, widen, word_at};
 
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -46,6 +49,11 @@ use std::path::{Path, PathBuf};
 
 /// Value byte of a win in one ply.
 pub const WIN_IN_1: u8 = 255;
+/// Value word of a win in one ply.
+const WIN_IN_1_WORD: u16 = 0xFFFF;
+/// Value byte of a win in three plies: what a WDL projection of value
+/// words gives the byte writer for a win that is not in one ply.
+const WIN_IN_3: u8 = 254;
 /// Value byte a WDL projection stores for every loss.
 pub const WDL_LOSS: u8 = 1;
 /// What a filled block holds in place of a recomputable byte.
@@ -138,8 +146,10 @@ pub fn stored_capacity(range: &Range<u64>, content: Content, packing: Packing) -
     }
 }
 
-/// A value byte that disagrees with the rules: the table is wrong.
-fn disagreement(index: &MaterialIndex, at: u64, stored: u8, expected: Option<u8>) -> FormatError {
+/// A stored value (byte or word) that disagrees with the rules: the table
+/// is wrong. `at` is a state number; `expected` is [`NO_VALUE`] for a
+/// game-over state, [`WIN_IN_1`] for a win in one, None for any other.
+fn disagreement(index: &MaterialIndex, at: u64, stored: u16, expected: Option<u8>) -> FormatError {
     let problem = match expected {
         Some(NO_VALUE) => "a game-over position holds a value".to_string(),
         Some(_) => "a position with a winning move is not stored as a win in 1 ply".to_string(),
@@ -149,30 +159,30 @@ fn disagreement(index: &MaterialIndex, at: u64, stored: u8, expected: Option<u8>
         material: index.material,
         layout: at / CARD_STATES as u64,
         card_state: (at % CARD_STATES as u64) as u8,
-        byte: stored,
+        stored,
         problem,
     }
 }
 
-/// What a layout's value bytes are, one bit per card state (bit k = state
-/// k of the layout, for the states the bytes cover).
+/// What a layout's values are, one bit per card state (bit k = state k of
+/// the layout, for the states the values cover).
 #[derive(Clone, Copy, Default)]
-struct ByteClasses {
+struct Classes {
     win_in_1: u32,
     no_value: u32,
     loss: u32,
     draw: u32,
 }
 
-impl ByteClasses {
+impl Classes {
     /// Classes of `bytes`, the layout's card states from `first_state` on.
     /// A whole layout's 30 bytes go through a fixed-length loop the
     /// compiler turns into vector compares and byte-mask moves.
     #[inline]
-    fn of(bytes: &[u8], first_state: usize) -> ByteClasses {
+    fn of(bytes: &[u8], first_state: usize) -> Classes {
         let mut padded = [WIN_IN_1; 32];
         padded[first_state..first_state + bytes.len()].copy_from_slice(bytes);
-        let mut classes = ByteClasses::default();
+        let mut classes = Classes::default();
         for (k, &byte) in padded.iter().enumerate() {
             classes.win_in_1 |= u32::from(byte == WIN_IN_1) << k;
             classes.no_value |= u32::from(byte == NO_VALUE) << k;
@@ -180,6 +190,41 @@ impl ByteClasses {
             classes.draw |= u32::from(byte == DRAW) << k;
         }
         classes
+    }
+
+    /// Classes of `words` (little-endian value words), the layout's card
+    /// states from `first_state` on.
+    #[inline]
+    fn of_words(words: &[u8], first_state: usize) -> Classes {
+        let mut classes = Classes::default();
+        for (i, word) in words.chunks_exact(2).map(|w| u16::from_le_bytes([w[0], w[1]])).enumerate() {
+            let k = first_state + i;
+            classes.win_in_1 |= u32::from(word == WIN_IN_1_WORD) << k;
+            classes.no_value |= u32::from(word == 0) << k;
+            classes.loss |= u32::from(word.wrapping_sub(1) < DRAW_WORD - 1) << k;
+            classes.draw |= u32::from(word == DRAW_WORD) << k;
+        }
+        classes
+    }
+
+    /// The card states among `inside` whose value the rules give (by the
+    /// layout's [`recomputable`] entry), or the first one (lowest k) whose
+    /// value disagrees with the rules and what [`disagreement`] is to say
+    /// was expected there.
+    #[inline]
+    fn fixed(&self, entry: u32, inside: u32) -> Result<u32, (usize, Option<u8>)> {
+        let (fixed, wrong) = if entry & GAME_OVER != 0 {
+            (inside, inside & !self.no_value)
+        } else {
+            let fixed = entry & inside;
+            (fixed, (fixed & !self.win_in_1) | (inside & !fixed & (self.win_in_1 | self.no_value)))
+        };
+        if wrong == 0 {
+            return Ok(fixed);
+        }
+        let k = wrong.trailing_zeros() as usize;
+        let expected = if entry & GAME_OVER != 0 { Some(NO_VALUE) } else { (fixed >> k & 1 != 0).then_some(WIN_IN_1) };
+        Err((k, expected))
     }
 }
 
@@ -207,21 +252,11 @@ pub fn stored_bytes(
     for (j, card_states, first) in segments(&range) {
         let (entry, inside) = (entries[j], states_mask(&card_states));
         let bytes = &values[first..first + card_states.len()];
-        let classes = ByteClasses::of(bytes, card_states.start);
-        // The first state (lowest k) whose byte disagrees with the rules.
-        let (fixed, wrong) = if entry & GAME_OVER != 0 {
-            (inside, inside & !classes.no_value)
-        } else {
-            let fixed = entry & inside;
-            (fixed, (fixed & !classes.win_in_1) | (inside & !fixed & (classes.win_in_1 | classes.no_value)))
-        };
-        if wrong != 0 {
-            let k = wrong.trailing_zeros() as usize;
-            let expected =
-                if entry & GAME_OVER != 0 { Some(NO_VALUE) } else { (fixed >> k & 1 != 0).then_some(WIN_IN_1) };
+        let classes = Classes::of(bytes, card_states.start);
+        let fixed = classes.fixed(entry, inside).map_err(|(k, expected)| {
             let at = (first + k - card_states.start) as u64;
-            return Err(disagreement(index, range.start + at, bytes[k - card_states.start], expected));
-        }
+            disagreement(index, range.start + at, bytes[k - card_states.start].into(), expected)
+        })?;
         match (packing, content) {
             (Packing::Filled, _) => {
                 let states = &mut out[first..first + bytes.len()];
@@ -362,6 +397,128 @@ pub fn wdl_byte(value: u8) -> u8 {
     }
 }
 
+/// A value byte of the same class as a value word (no value, loss, draw,
+/// win in one, other win): what a WDL shard of a table of words is
+/// written from, by the byte writer, which checks wins in one as it does
+/// for bytes.
+pub fn wdl_byte_of_word(word: u16) -> u8 {
+    match word {
+        0 => NO_VALUE,
+        1..DRAW_WORD => WDL_LOSS,
+        DRAW_WORD => DRAW,
+        WIN_IN_1_WORD => WIN_IN_1,
+        _ => WIN_IN_3,
+    }
+}
+
+/// The states (numbers, in the material's value area) of a range of value
+/// words given as byte offsets.
+fn word_states(range: &Range<u64>) -> Range<u64> {
+    debug_assert!(range.start.is_multiple_of(2) && range.end.is_multiple_of(2), "blocks hold whole words");
+    range.start / 2..range.end / 2
+}
+
+/// What [`stored_words`] stores in the byte plane for a word no value
+/// byte holds: 0, which no stored state's byte is (it is no value, which
+/// only recomputed states have).
+const DEEP_WORD: u8 = NO_VALUE;
+
+/// [`stored_bytes`] of a block of value words (values, densely packed:
+/// the only way words are stored): one byte per stored state, the value
+/// byte of its word if a byte holds it ([`narrow`]: every value but the
+/// deep ones), else [`DEEP_WORD`]; then the words of those deep states, in
+/// order. So a block compresses about as a block of bytes would (the deep
+/// values are few), and never to more than three bytes a state
+/// ([`stored_word_capacity`]). `range` and `values` are of the value
+/// area's bytes, two per state.
+pub fn stored_words(
+    index: &MaterialIndex,
+    context: &Context,
+    range: Range<u64>,
+    values: &[u8],
+) -> Result<Vec<u8>, FormatError> {
+    assert_eq!(values.len() as u64, range.end - range.start, "two bytes per state of the range");
+    let states = word_states(&range);
+    let entries = recomputable(index, &context.wins, &states);
+    let mut out = vec![0u8; stored_states(&states, &entries)];
+    let mut deep = Vec::new();
+    let mut next = 0;
+    for (j, card_states, first) in segments(&states) {
+        let words = &values[2 * first..2 * (first + card_states.len())];
+        let inside = states_mask(&card_states);
+        let fixed =
+            Classes::of_words(words, card_states.start).fixed(entries[j], inside).map_err(|(k, expected)| {
+                let i = k - card_states.start;
+                disagreement(index, states.start + (first + i) as u64, word_at(words, i), expected)
+            })?;
+        for k in set_bits(inside & !fixed) {
+            let word = word_at(words, k - card_states.start);
+            // Stored states are neither no value (0) nor won in one (255).
+            out[next] = narrow(word).unwrap_or_else(|| {
+                deep.extend_from_slice(&word.to_le_bytes());
+                DEEP_WORD
+            });
+            next += 1;
+        }
+    }
+    debug_assert_eq!(next, out.len());
+    out.extend_from_slice(&deep);
+    Ok(out)
+}
+
+/// Most bytes the frame of a block of value words covering `range` (bytes
+/// of the value area) may decompress to: three a state, each a deep one.
+pub fn stored_word_capacity(range: &Range<u64>) -> usize {
+    3 * (range.end - range.start) as usize / 2
+}
+
+/// [`unpack`] of a block of value words ([`stored_words`]): the value
+/// area's bytes of `range`, two per state.
+pub fn unpack_words(
+    index: &MaterialIndex,
+    context: &Context,
+    range: Range<u64>,
+    stored: &[u8],
+    block: usize,
+) -> Result<Vec<u8>, FormatError> {
+    let states = word_states(&range);
+    let entries = recomputable(index, &context.wins, &states);
+    let count = stored_states(&states, &entries);
+    let wrong_length = |expected: usize| {
+        let problem = format!("{} bytes instead of {expected}", stored.len());
+        FormatError::Decompress { block, problem }
+    };
+    let Some((plane, deep)) = stored.split_at_checked(count) else { return Err(wrong_length(count)) };
+    let deep_words = plane.iter().filter(|&&byte| byte == DEEP_WORD).count();
+    if deep.len() != 2 * deep_words {
+        return Err(wrong_length(count + 2 * deep_words));
+    }
+    let mut out = vec![0u8; (range.end - range.start) as usize];
+    let (mut next, mut next_deep) = (0, 0);
+    for (j, card_states, first) in segments(&states) {
+        let entry = entries[j];
+        if entry & GAME_OVER != 0 {
+            continue; // out is already no value (0) there
+        }
+        let words = &mut out[2 * first..2 * (first + card_states.len())];
+        for (i, word) in words.chunks_exact_mut(2).enumerate() {
+            let value = if entry >> (card_states.start + i) & 1 != 0 {
+                WIN_IN_1_WORD.to_le_bytes()
+            } else if plane[next] == DEEP_WORD {
+                next += 1;
+                next_deep += 2;
+                [deep[next_deep - 2], deep[next_deep - 1]]
+            } else {
+                next += 1;
+                widen(plane[next - 1]).to_le_bytes()
+            };
+            word.copy_from_slice(&value);
+        }
+    }
+    debug_assert_eq!((next, next_deep), (count, deep.len()));
+    Ok(out)
+}
+
 thread_local! {
     /// This thread's zstd compressor and its level, kept from frame to
     /// frame. `zstd::bulk::compress` makes one per call, and at level 3 its
@@ -381,9 +538,15 @@ pub fn compress_frame(stored: &[u8], level: i32) -> Result<(Vec<u8>, Frame), For
             kept.as_mut().expect("made above").1.compress(stored)
         })
         .map_err(|e| FormatError::Unrepresentable(e.to_string()))?;
+    // Frames of bytes always fit (a test checks zstd's bound); of words,
+    // whose stored bytes may be longer than the block, they could not.
+    if frame.len() > crate::format::MAX_FRAME_BYTES as usize {
+        let problem = format!("a block's frame of {} bytes, longer than the format allows", frame.len());
+        return Err(FormatError::Unrepresentable(problem));
+    }
     let entry = Frame {
         offset: 0,
-        len: u32::try_from(frame.len()).map_err(|_| FormatError::Unrepresentable("frame too long".into()))?,
+        len: frame.len() as u32,
         crc: crc32fast::hash(&frame),
         content_crc: crc32fast::hash(stored),
     };
@@ -413,9 +576,8 @@ pub struct ShardSizes {
     pub value_bytes: u64,
     /// Bytes of the compressed file, header included.
     pub file_bytes: u64,
-    /// A shard of value words, which compressed shards do not hold: kept
-    /// raw (format version 2) in the compressed table.
-    pub kept_raw: bool,
+    /// The width of the values compressed (a WDL shard's are bytes).
+    pub width: ValueWidth,
 }
 
 /// Refuses a zstd level that `format` does not allow or zstd lacks.
@@ -438,16 +600,6 @@ pub fn compress_table(
 ) -> Result<Vec<ShardSizes>, StoreError> {
     check_level(level, output)?;
     let table = TableFiles::open(input)?;
-    // Win/draw/loss shards are of bytes, and a table holds one content:
-    // refused before the output directory is made, so that the byte
-    // shards are not compressed for nothing.
-    let words = table.shards.iter().find(|s| s.header().width != ValueWidth::Byte);
-    if let (Some(shard), Content::Wdl) = (words, content) {
-        return Err(StoreError::Format {
-            path: shard.path().to_path_buf(),
-            cause: FormatError::WordValues("win/draw/loss-only compression of"),
-        });
-    }
     let out = OutputDir::prepare(output)?;
     let context = Context::new(table.rules, table.max_per_side);
     let mut sizes = Vec::with_capacity(table.shards.len());
@@ -455,14 +607,12 @@ pub fn compress_table(
         if shard.content() != Content::Values {
             return Err(StoreError::Format { path: shard.path().to_path_buf(), cause: FormatError::WdlOnly });
         }
-        if shard.header().width != ValueWidth::Byte {
-            let written = keep_raw(shard, &table, &out)?;
-            report(written);
-            sizes.push(written);
-            continue;
-        }
+        // A WDL shard holds bytes whatever the input's width: its words
+        // go to the writer as bytes of the same class.
+        let words_to_wdl = shard.header().width == ValueWidth::Word && content == Content::Wdl;
+        let width = if words_to_wdl { ValueWidth::Byte } else { shard.header().width };
         let path = out.path_for(&compressed_shard_name(shard.material()));
-        let header = ShardHeader { block_crcs: Vec::new(), ..shard.header().clone() };
+        let header = ShardHeader { block_crcs: Vec::new(), width, ..shard.header().clone() };
         let mut writer =
             CompressedShardWriter::create(&path, header, &context, level, content)?.values_from(shard.path());
         // Read (decompress, unpack) a batch of blocks in parallel, as the
@@ -474,7 +624,15 @@ pub fn compress_table(
             let values: Vec<Vec<u8>> =
                 batch.into_par_iter().map(|block| shard.read_values(block, &context)).collect::<Result<_, _>>()?;
             for block_values in &values {
-                writer.write_values(block_values)?;
+                if words_to_wdl {
+                    let bytes: Vec<u8> = block_values
+                        .chunks_exact(2)
+                        .map(|w| wdl_byte_of_word(u16::from_le_bytes([w[0], w[1]])))
+                        .collect();
+                    writer.write_values(&bytes)?;
+                } else {
+                    writer.write_values(block_values)?;
+                }
             }
         }
         let written = writer.finish()?;
@@ -483,24 +641,6 @@ pub fn compress_table(
     }
     out.finish()?;
     Ok(sizes)
-}
-
-/// A shard of value words copied raw into the compressed table `out`
-/// (compressed shards hold bytes), a checked block at a time.
-fn keep_raw(shard: &ShardFile, table: &TableFiles, out: &OutputDir) -> Result<ShardSizes, StoreError> {
-    let (material, width) = (shard.material(), shard.header().width);
-    let path = out.path_for(&shard_name(material));
-    let mut writer = RawShardWriter::create(&path, &table.rules, table.max_per_side, material, width)?;
-    let mut states = 0;
-    for block in 0..shard.block_count() {
-        let values = shard.read_block(block)?;
-        // Blocks hold whole words: BLOCK_BYTES is even.
-        states += Stats::of_width(width, &values).states;
-        writer.write_values(&values)?;
-    }
-    writer.finish()?;
-    let file_bytes = std::fs::metadata(&path).map_err(write_error("read the size of", &path))?.len();
-    Ok(ShardSizes { material, states, value_bytes: shard.header().values_len(), file_bytes, kept_raw: true })
 }
 
 /// Writes a compressed shard from a material's value bytes, given in layout
@@ -538,7 +678,8 @@ pub struct CompressedShardWriter<'c> {
 
 impl<'c> CompressedShardWriter<'c> {
     /// Creates `path` (which must not exist), with room for the header.
-    /// Refuses a header of value words, creating nothing.
+    /// Refuses WDL content for a header of value words (WDL shards hold
+    /// bytes: [`wdl_byte_of_word`]), creating nothing.
     pub fn create(
         path: &Path,
         header: ShardHeader,
@@ -547,8 +688,8 @@ impl<'c> CompressedShardWriter<'c> {
         content: Content,
     ) -> Result<Self, StoreError> {
         check_level(level, path)?;
-        if header.width != ValueWidth::Byte {
-            return Err(StoreError::Format { path: path.to_path_buf(), cause: words_refused() });
+        if header.width == ValueWidth::Word && content == Content::Wdl {
+            return Err(StoreError::Format { path: path.to_path_buf(), cause: FormatError::WordContent(3) });
         }
         let header_len = crate::format::compressed_header_len(header.block_count());
         let mut out =
@@ -659,12 +800,17 @@ impl<'c> CompressedShardWriter<'c> {
         let first = self.frames.len();
         let (index, context, header) = (&self.index, self.context, &self.header);
         let (level, content, packing) = (self.level, self.content, self.packing);
-        self.states += blocks.par_iter().map(|v| states_with_value(v)).sum::<u64>();
+        let width = header.width;
+        self.states += blocks.par_iter().map(|v| states_with_value(v, width)).sum::<u64>();
         let compressed: Vec<(Vec<u8>, Frame)> = blocks
             .par_iter()
             .enumerate()
             .map(|(i, values)| {
-                let stored = stored_bytes(index, context, header.block_range(first + i), values, content, packing)?;
+                let range = header.block_range(first + i);
+                let stored = match width {
+                    ValueWidth::Byte => stored_bytes(index, context, range, values, content, packing)?,
+                    ValueWidth::Word => stored_words(index, context, range, values)?,
+                };
                 compress_frame(&stored, level)
             })
             .collect::<Result<_, _>>()
@@ -687,7 +833,7 @@ impl<'c> CompressedShardWriter<'c> {
             return Err(StoreError::Format { path: self.path.clone(), cause });
         }
         self.flush()?;
-        let material = self.header.material;
+        let (material, width) = (self.header.material, self.header.width);
         let compressed = CompressedHeader {
             shard: self.header,
             content: self.content,
@@ -697,26 +843,20 @@ impl<'c> CompressedShardWriter<'c> {
         };
         let bytes = compressed.to_bytes();
         self.out.finish_with_head(&bytes).map_err(write_error("write shard", &self.path))?;
-        Ok(ShardSizes {
-            material,
-            states: self.states,
-            value_bytes: expected,
-            file_bytes: self.offset,
-            kept_raw: false,
-        })
+        Ok(ShardSizes { material, states: self.states, value_bytes: expected, file_bytes: self.offset, width })
     }
 }
 
-/// Value bytes other than [`NO_VALUE`] in `values`. Counted in u8 lanes
-/// 255 bytes at a time: `filter().count()` widened every byte to a u64
-/// and cost 6% of compressing at level 3.
-fn states_with_value(values: &[u8]) -> u64 {
-    values.chunks(255).map(|chunk| u64::from(chunk.iter().map(|&b| u8::from(b != NO_VALUE)).sum::<u8>())).sum()
-}
-
-/// Why a table with value words is not compressed.
-pub fn words_refused() -> FormatError {
-    FormatError::WordValues("compressing")
+/// Values other than no value in `values`, stored `width` wide. Bytes
+/// are counted in u8 lanes 255 bytes at a time: `filter().count()`
+/// widened every byte to a u64 and cost 6% of compressing at level 3.
+fn states_with_value(values: &[u8], width: ValueWidth) -> u64 {
+    match width {
+        ValueWidth::Byte => {
+            values.chunks(255).map(|chunk| u64::from(chunk.iter().map(|&b| u8::from(b != NO_VALUE)).sum::<u8>())).sum()
+        }
+        ValueWidth::Word => values.chunks_exact(2).filter(|w| w != &[0, 0]).count() as u64,
+    }
 }
 
 fn write_error(action: &'static str, path: &Path) -> impl Fn(std::io::Error) -> StoreError {
@@ -779,8 +919,11 @@ mod tests {
         let values: Vec<u8> = (0..10_000u32).map(|i| if i % 7 == 0 { NO_VALUE } else { (i % 251) as u8 | 1 }).collect();
         for len in [0, 1, 254, 255, 256, 511, 10_000] {
             let expected = values[..len].iter().filter(|&&b| b != NO_VALUE).count() as u64;
-            assert_eq!(states_with_value(&values[..len]), expected, "{len} bytes");
+            assert_eq!(states_with_value(&values[..len], ValueWidth::Byte), expected, "{len} bytes");
         }
+        // Words: a word is a state with a value unless both its bytes are 0.
+        let words = [0u8, 0, 1, 0, 0, 1, 0, 0, 0xFF, 0xFF];
+        assert_eq!(states_with_value(&words, ValueWidth::Word), 3);
     }
 
     #[test]
@@ -818,8 +961,10 @@ mod tests {
                 let value = values[first + i];
                 let at = range.start + (first + i) as u64;
                 match fixed_byte(entries[j], k) {
-                    Some(fix) if value != fix => return Err(disagreement(index, at, value, Some(fix))),
-                    None if value == WIN_IN_1 || value == NO_VALUE => return Err(disagreement(index, at, value, None)),
+                    Some(fix) if value != fix => return Err(disagreement(index, at, value.into(), Some(fix))),
+                    None if value == WIN_IN_1 || value == NO_VALUE => {
+                        return Err(disagreement(index, at, value.into(), None));
+                    }
                     _ => {}
                 }
             }
@@ -950,27 +1095,73 @@ mod tests {
         }
     }
 
-    /// Tables with value words are refused before anything is written:
-    /// by the writer, whose file is not created, and by `compress_table`,
-    /// whose output directory is not.
+    /// Blocks of value words pack to the value bytes of their stored
+    /// states (the byte packing's bytes, where no value is deep), deep
+    /// words escaped and kept after them, and unpack to the same words,
+    /// wherever a range starts and ends; a word that disagrees with the
+    /// rules is named, and stored bytes of the wrong length are refused.
     #[test]
-    fn word_tables_are_kept_raw_or_refused() {
+    fn value_words_pack_to_their_bytes_and_the_deep_ones_and_back() {
+        let (context, index, bytes) = solved_2v2_cached();
+        let mut words: Vec<u8> = bytes.iter().flat_map(|&b| widen(b).to_le_bytes()).collect();
+        let len = words.len() as u64;
+        for range in [0..len, 14..len - 22, 62..118, 80..82] {
+            let slice = &words[range.start as usize..range.end as usize];
+            let stored = stored_words(index, context, range.clone(), slice).unwrap();
+            let byte_range = range.start / 2..range.end / 2;
+            let byte_slice = &bytes[byte_range.start as usize..byte_range.end as usize];
+            let dense = stored_bytes(index, context, byte_range, byte_slice, Content::Values, Packing::Dense);
+            assert_eq!(stored, dense.unwrap(), "{range:?}: no deep value, the bytes");
+            assert_eq!(unpack_words(index, context, range.clone(), &stored, 0).unwrap(), slice, "{range:?}");
+        }
+        // Deep values: a loss in 300 plies, a win in 299.
+        let stored_states: Vec<usize> =
+            (0..bytes.len()).filter(|&i| bytes[i] != WIN_IN_1 && bytes[i] != NO_VALUE).step_by(1000).collect();
+        for (n, &i) in stored_states.iter().enumerate() {
+            let deep = if n % 2 == 0 { crate::Value::Loss(300) } else { crate::Value::Win(299) };
+            words[2 * i..2 * i + 2].copy_from_slice(&deep.to_word().to_le_bytes());
+        }
+        let stored = stored_words(index, context, 0..len, &words).unwrap();
+        let dense = stored.len() - 2 * stored_states.len();
+        assert_eq!(stored[..dense].iter().filter(|&&b| b == DEEP_WORD).count(), stored_states.len());
+        assert!(stored.len() <= stored_word_capacity(&(0..len)));
+        assert_eq!(unpack_words(index, context, 0..len, &stored, 0).unwrap(), words);
+        for wrong in [&stored[1..], &stored[..stored.len() - 1], &[stored.as_slice(), &[7, 7]].concat()] {
+            assert!(matches!(
+                unpack_words(index, context, 0..len, wrong, 5),
+                Err(FormatError::Decompress { block: 5, .. })
+            ));
+        }
+        // A win in one stored as a win in three: the table is wrong.
+        let at = bytes.iter().position(|&b| b == WIN_IN_1).unwrap();
+        words[2 * at..2 * at + 2].copy_from_slice(&(WIN_IN_1_WORD - 1).to_le_bytes());
+        let error = stored_words(index, context, 0..len, &words).unwrap_err();
+        let FormatError::WrongValue { layout, card_state, stored, .. } = error else { panic!("{error}") };
+        assert_eq!((layout * 30 + card_state as u64, stored), (at as u64, WIN_IN_1_WORD - 1));
+    }
+
+    /// Tables with value words compress: a word material's shard is
+    /// version 2, the table reads back as it was, and compressing the
+    /// compressed table again writes the same files. Their win/draw/loss
+    /// shards are bytes, the same files as the byte table's; a writer
+    /// asked for WDL of words refuses before it creates its file.
+    #[test]
+    fn word_tables_compress_and_read_back() {
         let tmp = tempfile::tempdir().unwrap();
         let (context, index, _) = solved_2v2_cached();
         let path = tmp.path().join("2v2.onitbz");
         let header = ShardHeader::for_material(&Rules::default(), 2, index.material, ValueWidth::Word).unwrap();
         let header = ShardHeader { block_crcs: Vec::new(), ..header };
-        let Err(refused) = CompressedShardWriter::create(&path, header, context, 1, Content::Values) else {
-            panic!("value words compressed")
+        let Err(refused) = CompressedShardWriter::create(&path, header, context, 1, Content::Wdl) else {
+            panic!("value words compressed to WDL")
         };
-        assert!(matches!(&refused, StoreError::Format { cause: FormatError::WordValues(_), .. }), "{refused}");
+        assert!(matches!(&refused, StoreError::Format { cause: FormatError::WordContent(_), .. }), "{refused}");
         assert!(!path.exists() && !crate::blockio::unfinished_path(&path).exists());
 
-        // A table with 2v2 in words: its shard is copied raw, the others
-        // compressed, and the table reads as before.
+        // A table with 1v1 and 2v2 in words.
         let table = crate::table::Table::generate(&Rules::default(), 2).unwrap();
         let mixed: Vec<_> = (table.materials().iter())
-            .map(|m| match m.index.material == index.material {
+            .map(|m| match [Material::new(1, 1), index.material].contains(&m.index.material) {
                 true => m.widened(),
                 false => crate::table::SolvedMaterial {
                     index: MaterialIndex::new(m.index.material),
@@ -980,24 +1171,40 @@ mod tests {
             })
             .collect();
         let mixed = crate::table::Table::new(*table.rules(), 2, mixed);
-        let input = tmp.path().join("mixed");
+        let (input, bytes_input) = (tmp.path().join("mixed"), tmp.path().join("bytes"));
         crate::store::save(&mixed, &input).unwrap();
+        crate::store::save(&table, &bytes_input).unwrap();
         let output = tmp.path().join("out");
         let sizes = compress_table(&input, &output, 1, Content::Values, &|_| {}).unwrap();
-        let kept: Vec<bool> = sizes.iter().map(|s| s.kept_raw).collect();
-        assert_eq!(kept, [false, false, false, true]);
+        let widths: Vec<ValueWidth> = sizes.iter().map(|s| s.width).collect();
+        use ValueWidth::{Byte, Word};
+        assert_eq!(widths, [Word, Byte, Byte, Word]);
         let words = &sizes[3];
         assert_eq!((words.value_bytes, words.states), (index.layouts() * 60, table.stats().1[3].1.states));
-        let raw_shard = std::fs::read(input.join("2v2.onitb")).unwrap();
-        assert_eq!(std::fs::read(output.join("2v2.onitb")).unwrap(), raw_shard, "copied as it was");
-        assert_eq!(TableFiles::open(&output).unwrap().stats().unwrap(), table.stats());
+        assert!(words.file_bytes < words.value_bytes / 8, "{words:?}");
+        let files = TableFiles::open(&output).unwrap();
+        assert!(files.shards.iter().all(|s| s.is_compressed()));
+        assert_eq!(files.stats().unwrap(), table.stats());
+        let loaded = files.load().unwrap();
+        assert!(
+            loaded.materials().iter().zip(mixed.materials()).all(|(a, b)| a.values == b.values && a.width == b.width)
+        );
+        let again = tmp.path().join("again");
+        compress_table(&output, &again, 1, Content::Values, &|_| {}).unwrap();
+        for shard in ["1v1", "1v2", "2v1", "2v2"].map(|m| format!("{m}.onitbz")) {
+            let read = |dir: &Path| std::fs::read(dir.join(&shard)).unwrap();
+            assert!(read(&output) == read(&again), "{shard} written again the same");
+        }
 
-        // Win/draw/loss only: refused before anything is written.
-        let wdl = tmp.path().join("wdl");
-        let refused = compress_table(&input, &wdl, 1, Content::Wdl, &|_| {}).unwrap_err().to_string();
-        assert!(refused.contains("two-byte values (format version 2) is not supported yet"), "{refused}");
-        assert!(refused.contains("2v2.onitb"), "names the shard of words: {refused}");
-        assert!(!wdl.exists());
+        // Win/draw/loss only: bytes, as the byte table's.
+        let (wdl, bytes_wdl) = (tmp.path().join("wdl"), tmp.path().join("bytes-wdl"));
+        let sizes = compress_table(&input, &wdl, 1, Content::Wdl, &|_| {}).unwrap();
+        assert!(sizes.iter().all(|s| s.width == Byte));
+        compress_table(&bytes_input, &bytes_wdl, 1, Content::Wdl, &|_| {}).unwrap();
+        for shard in ["1v1", "1v2", "2v1", "2v2"].map(|m| format!("{m}.onitbz")) {
+            let read = |dir: &Path| std::fs::read(dir.join(&shard)).unwrap();
+            assert!(read(&wdl) == read(&bytes_wdl), "{shard}: the byte table's WDL shard");
+        }
     }
 
     /// However the values come in (a byte run at a time, block by block,
@@ -1111,16 +1318,7 @@ mod tests {
                 }
                 _ => stored_capacity(&range, content, packing),
             };
-            let stored_len = if exact { right_len } else { (seed % 3000) as usize };
-            let mut state = seed | 1;
-            let stored: Vec<u8> = (0..stored_len)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    state as u8
-                })
-                .collect();
+            let stored = noise(seed, if exact { right_len } else { (seed % 3000) as usize });
             let result = unpack(&index, &context, range.clone(), &stored, content, packing, 0);
             if let Ok(values) = &result {
                 proptest::prop_assert_eq!(values.len() as u64, range.end - range.start);
@@ -1130,5 +1328,46 @@ mod tests {
                 proptest::prop_assert!(result.is_err());
             }
         }
+
+        /// [`unpacking_any_bytes_never_panics`] for blocks of value words.
+        #[test]
+        fn unpacking_any_bytes_as_words_never_panics(
+            start in 0u64..200_000,
+            len in 1u64..2_500,
+            seed in proptest::prelude::any::<u64>(),
+            exact in proptest::prelude::any::<bool>(),
+        ) {
+            let context = Context::new(Rules::default(), 2);
+            let index = context.index(Material::new(2, 2));
+            let end = (start + len).min(index.layouts() * CARD_STATES as u64);
+            let states = start.min(end - 1)..end;
+            let count = stored_states(&states, &recomputable(&index, &context.wins, &states));
+            // Right lengths often: `count` bytes with no 0 among them.
+            let mut stored = noise(seed, if exact { count } else { (seed % 3000) as usize });
+            if exact {
+                stored.iter_mut().for_each(|b| *b |= 1);
+            }
+            let range = 2 * states.start..2 * states.end;
+            let result = unpack_words(&index, &context, range.clone(), &stored, 0);
+            if let Ok(values) = &result {
+                proptest::prop_assert_eq!(values.len() as u64, range.end - range.start);
+            }
+            let deep = stored.iter().take(count).filter(|&&b| b == DEEP_WORD).count();
+            proptest::prop_assert_eq!(result.is_ok(), stored.len() == count + 2 * deep);
+        }
+    }
+
+    /// `len` bytes of xorshift noise from `seed`: what a crafted frame
+    /// could decompress to.
+    fn noise(seed: u64, len: usize) -> Vec<u8> {
+        let mut state = seed | 1;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect()
     }
 }

@@ -124,10 +124,14 @@ pub enum FormatError {
     Decompress { block: usize, problem: String },
     #[error("compressed block {block} decompresses to damaged bytes: checksum {computed:08x}, stored {stored:08x}")]
     ContentCrc { block: usize, stored: u32, computed: u32 },
-    #[error("material {material} layout {layout} card state {card_state}: value byte {byte}: {problem}")]
-    WrongValue { material: Material, layout: u64, card_state: u8, byte: u8, problem: String },
+    #[error("material {material} layout {layout} card state {card_state}: stored value {stored}: {problem}")]
+    WrongValue { material: Material, layout: u64, card_state: u8, stored: u16, problem: String },
     #[error("the shard holds win/draw/loss only, not the values this needs")]
     WdlOnly,
+    #[error(
+        "content code {0} in a compressed shard of two-byte values (format version 2), which holds values densely packed (code 2) only"
+    )]
+    WordContent(u8),
     #[error("value area has {got} bytes, the material needs {expected}")]
     ValuesLength { expected: u64, got: u64 },
     #[error("unknown content code {0} (0 and 2 = values, 1 and 3 = win/draw/loss only)")]
@@ -498,6 +502,9 @@ impl CompressedHeader {
         }
         check_seal(bytes)?;
         let (content, packing) = content_of_code(bytes[CONTENT_OFFSET])?;
+        if fixed.width == ValueWidth::Word && (content, packing) != (Content::Values, Packing::Dense) {
+            return Err(FormatError::WordContent(bytes[CONTENT_OFFSET]));
+        }
         let level = u32_at(bytes, LEVEL_OFFSET) as i32;
         if !LEVELS.contains(&level) {
             return Err(FormatError::Level(level));
@@ -534,9 +541,13 @@ impl CompressedHeader {
     ///
     /// # Panics
     /// If there is not one frame per block, the level is out of range or
-    /// the values are words (`compress` refuses them first).
+    /// value words are not stored as values, densely packed (the only way
+    /// they are written).
     pub fn to_bytes(&self) -> Vec<u8> {
-        assert_eq!(self.shard.width, ValueWidth::Byte, "compressed shards hold value bytes");
+        assert!(
+            self.shard.width == ValueWidth::Byte || (self.content, self.packing) == (Content::Values, Packing::Dense),
+            "compressed shards of value words hold values, densely packed"
+        );
         assert_eq!(self.frames.len(), self.shard.block_count(), "one frame per block");
         assert!(LEVELS.contains(&self.level));
         let mut out = vec![0u8; compressed_header_len(self.frames.len())];
@@ -583,10 +594,6 @@ fn read_fixed(bytes: &[u8], magic: &[u8; MAGIC_SIZE]) -> Result<Fixed, FormatErr
         FORMAT_VERSION_WORDS => ValueWidth::Word,
         version => return Err(FormatError::Version(version)),
     };
-    if width == ValueWidth::Word && magic == &COMPRESSED_MAGIC {
-        // Nothing writes them: `compress` packs bytes.
-        return Err(FormatError::WordValues("reading compressed shards of"));
-    }
     let scheme = u16_at(bytes, INDEX_SCHEME_OFFSET);
     if scheme != INDEX_SCHEME_VERSION {
         return Err(FormatError::IndexScheme(scheme));
@@ -908,15 +915,30 @@ mod tests {
         assert!(error.to_string().contains("versions 1 and 2"), "{error}");
     }
 
+    /// A compressed shard of value words holds values, densely packed:
+    /// such a header round-trips; any other content code is refused.
     #[test]
-    fn compressed_headers_of_words_are_refused() {
-        let mut bytes = compressed_sample();
-        bytes[VERSION_OFFSET..][..VERSION_SIZE].copy_from_slice(&FORMAT_VERSION_WORDS.to_le_bytes());
-        let len = bytes.len();
-        seal(&mut bytes[..len]);
-        let error = CompressedHeader::from_bytes(&bytes).unwrap_err();
-        assert!(matches!(error, FormatError::WordValues(_)), "{error}");
-        assert!(error.to_string().contains("two-byte values (format version 2) is not supported yet"), "{error}");
+    fn compressed_headers_of_words_hold_dense_values_only() {
+        let shard = ShardHeader::for_material(&Rules::default(), 2, Material::new(2, 2), ValueWidth::Word).unwrap();
+        let frames = (0..shard.block_count() as u32).map(|i| Frame { offset: 0, len: 100 + i, crc: i, content_crc: i });
+        let header = CompressedHeader {
+            shard: ShardHeader { block_crcs: Vec::new(), ..shard },
+            content: Content::Values,
+            packing: Packing::Dense,
+            level: 3,
+            frames: frames.collect(),
+        };
+        let mut bytes = header.to_bytes();
+        let back = CompressedHeader::from_bytes(&bytes).unwrap();
+        assert_eq!((back.shard.width, back.content, back.packing), (ValueWidth::Word, Content::Values, Packing::Dense));
+        for code in [0, 1, 3] {
+            bytes[CONTENT_OFFSET] = code;
+            let len = bytes.len();
+            seal(&mut bytes[..len]);
+            let error = CompressedHeader::from_bytes(&bytes).unwrap_err();
+            assert_eq!(error, FormatError::WordContent(code));
+            assert!(error.to_string().contains("two-byte values (format version 2)"), "{error}");
+        }
     }
 
     fn compressed_sample() -> Vec<u8> {

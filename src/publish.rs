@@ -16,9 +16,8 @@
 //! again, only read back, every block checked, for its statistics.
 //!
 //! A finished material's values may be words (`FinishedMaterial::width`):
-//! its raw shard is format version 2, and its statistics count words.
-//! Compressed shards hold bytes only, so a material of words is written
-//! raw where compressed shards are asked for (a table may mix the kinds).
+//! its shard, raw or compressed, is format version 2, and its statistics
+//! count words.
 
 use crate::compress::CompressedShardWriter;
 use crate::format::{BLOCK_BYTES, Content, Packing, ShardHeader};
@@ -316,7 +315,6 @@ pub fn write_shard(
     spec: &ShardSpec,
     batch_bytes: Option<usize>,
 ) -> Result<(Stats, Published), PublishError> {
-    let spec = &spec_of(finished, spec);
     let published = match check_kept(finished, out, spec, &AtomicBool::new(false))? {
         Some(Ok(stats)) => return Ok((stats, Published::Kept)),
         Some(Err(why)) => Published::Replaced(why),
@@ -347,7 +345,6 @@ fn write_shard_by_blocks(
     spec: &ShardSpec,
     stop: &AtomicBool,
 ) -> Result<(Stats, Published), PublishError> {
-    let spec = &spec_of(finished, spec);
     let published = match check_kept(finished, out, spec, stop)? {
         Some(Ok(stats)) => return Ok((stats, Published::Kept)),
         Some(Err(why)) => Published::Replaced(why),
@@ -367,17 +364,6 @@ fn write_shard_by_blocks(
     })?;
     writer.finish()?;
     Ok((stats, published))
-}
-
-/// How `finished`'s shard is written: raw if its values are words, which
-/// compressed shards do not hold (`compress`), whatever `spec` asks for.
-/// (A run whose materials may be words has no work directory, so no shard
-/// of it is adopted under the other kind's name.)
-fn spec_of<'c>(finished: &impl MaterialValues, spec: &ShardSpec<'c>) -> ShardSpec<'c> {
-    match finished.width() {
-        ValueWidth::Byte => *spec,
-        ValueWidth::Word => ShardSpec { compress: None, ..*spec },
-    }
 }
 
 /// [`write_shard_by_blocks`], or None if `stop` was set before the shard
@@ -429,7 +415,6 @@ impl<'c> ShardWriter<'c> {
         Ok(match spec.compress {
             Some((level, context)) => {
                 let path = ShardWriter::path(material, out, spec);
-                // Value words are refused by the writer, before it creates the file.
                 let header = ShardHeader::for_material(&spec.rules, spec.max_per_side, material, width)
                     .map_err(|cause| StoreError::Format { path: path.clone(), cause })?;
                 // Compressed frames carry their own checksums.
@@ -929,10 +914,10 @@ mod tests {
     /// the solver finishes a table too deep for bytes): their raw shards
     /// are those `store` saves (format version 2), with the byte table's
     /// statistics, written at once or block by block; where compressed
-    /// shards are asked for, they are written raw all the same, beside the
-    /// byte materials' compressed ones, and the table reads as one.
+    /// shards are asked for, theirs are compressed shards of words, beside
+    /// the byte materials', and the table reads as one.
     #[test]
-    fn materials_of_words_are_published_raw_even_in_compressed_tables() {
+    fn materials_of_words_are_published_in_their_width_raw_or_compressed() {
         let tmp = tempfile::tempdir().unwrap();
         let rules = Rules::default();
         let table = Table::generate(&rules, 2).unwrap();
@@ -965,8 +950,10 @@ mod tests {
             assert_eq!(stats, Stats::of_values(&bytes.values));
         }
         out.finish().unwrap();
-        assert_eq!(names(&tmp.path().join("z")), ["1v1.onitb", "1v2.onitbz", "2v1.onitbz", "2v2.onitb"]);
+        assert_eq!(names(&tmp.path().join("z")), ["1v1.onitbz", "1v2.onitbz", "2v1.onitbz", "2v2.onitbz"]);
         let files = shard::TableFiles::open(&tmp.path().join("z")).unwrap();
+        let widths: Vec<ValueWidth> = files.shards.iter().map(|s| s.header().width).collect();
+        assert_eq!(widths, [ValueWidth::Word, ValueWidth::Byte, ValueWidth::Byte, ValueWidth::Word]);
         assert_eq!(files.stats().unwrap(), table.stats());
         assert!(files.load().unwrap().materials().iter().zip(table.materials()).all(|(got, bytes)| {
             let words = got.width == ValueWidth::Word;

@@ -17,6 +17,7 @@ use crate::index::{Material, MaterialIndex};
 use crate::rules::{Rules, WinsInOne};
 use crate::store::{StoreError, compressed_shard_name, material_of_name, shard_name};
 use crate::table::{SolvedMaterial, Stats, Table};
+use crate::value::ValueWidth;
 use std::fs::{self, File};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -172,7 +173,11 @@ impl ShardFile {
         match &self.storage {
             Storage::Raw { .. } => Ok(stored),
             Storage::Compressed(c) => {
-                let capacity = compress::stored_capacity(&self.header.block_range(block), c.content, c.packing);
+                let range = self.header.block_range(block);
+                let capacity = match self.header.width {
+                    ValueWidth::Byte => compress::stored_capacity(&range, c.content, c.packing),
+                    ValueWidth::Word => compress::stored_word_capacity(&range),
+                };
                 compress::decompress_frame(&stored, capacity, c.frames[block].content_crc, block).map_err(format_error)
             }
         }
@@ -186,9 +191,13 @@ impl ShardFile {
         match &self.storage {
             Storage::Raw { .. } => Ok(stored),
             Storage::Compressed(c) => {
-                let range = self.header.block_range(block);
-                compress::unpack(&context.index(self.material()), context, range, &stored, c.content, c.packing, block)
-                    .map_err(|cause| StoreError::Format { path: self.path.clone(), cause })
+                let (range, index) = (self.header.block_range(block), context.index(self.material()));
+                match self.header.width {
+                    ValueWidth::Byte => compress::unpack(&index, context, range, &stored, c.content, c.packing, block),
+                    // The header allows words only as values, densely packed.
+                    ValueWidth::Word => compress::unpack_words(&index, context, range, &stored, block),
+                }
+                .map_err(|cause| StoreError::Format { path: self.path.clone(), cause })
             }
         }
     }

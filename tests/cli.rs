@@ -187,8 +187,8 @@ fn bad_arguments_are_refused_and_leave_nothing_behind() {
 /// In memory, 2v2 goes on in value words where bytes end: its shard is format
 /// version 2, the others' stay bytes (version 1), `stats` gives the
 /// depths and `verify --deep` finds every value right; with `--compress`,
-/// 2v2's shard is raw. With a work directory the same, 2v2 solved in memory
-/// or streamed.
+/// 2v2's shard is a compressed shard of words that answers as the raw one.
+/// With a work directory the same, 2v2 solved in memory or streamed.
 #[test]
 fn a_table_too_deep_for_the_value_byte_is_solved_in_words_in_memory_and_streamed() {
     let tmp = tempfile::tempdir().unwrap();
@@ -214,12 +214,26 @@ fn a_table_too_deep_for_the_value_byte_is_solved_in_words_in_memory_and_streamed
     // Every value re-derived from its successors, across the two widths.
     let out = text(&succeeds(cwd, &["verify", "--deep", "t"]).stdout);
     assert!(out.contains("deep check ok"), "{out}");
-    // Compressed, 2v2's shard is raw (compressed shards hold bytes).
+    // Compressed, 2v2's shard holds words too, and answers as the raw one.
     let compressed =
         ["generate", "--men", "4", "--cards", "Cobra,Eel,Goose,Mantis,Rooster", "--out", "z", "--compress"];
     succeeds(cwd, &[&compressed[..], &["--quiet"]].concat());
-    assert_eq!(entries(&cwd.join("z")), ["1v1.onitbz", "1v2.onitbz", "2v1.onitbz", "2v2.onitb"]);
+    assert_eq!(entries(&cwd.join("z")), ["1v1.onitbz", "1v2.onitbz", "2v1.onitbz", "2v2.onitbz"]);
+    assert_eq!(fs::read(cwd.join("z/2v2.onitbz")).unwrap()[8..10], [2, 0], "value words");
+    assert!(
+        fs::metadata(cwd.join("z/2v2.onitbz")).unwrap().len()
+            < fs::metadata(cwd.join("t/2v2.onitb")).unwrap().len() / 8
+    );
     assert_eq!(stats_json(cwd, "z"), stats);
+    let out = text(&succeeds(cwd, &["verify", "--deep", "z"]).stdout);
+    assert!(out.contains("deep check ok"), "{out}");
+    let open = |dir: &str| onitb::Tablebase::open(&cwd.join(dir)).unwrap();
+    let (raw, packed) = (open("t"), open("z"));
+    let index = onitb::index::MaterialIndex::new(onitb::index::Material::new(2, 2));
+    for n in (0..index.layouts()).step_by(101) {
+        let words = |t: &onitb::Tablebase| t.layout_words(index.material, n).unwrap();
+        assert_eq!(words(&packed), words(&raw), "layout {n}");
+    }
     fs::remove_dir_all(cwd.join("z")).unwrap();
     fs::remove_dir_all(cwd.join("t")).unwrap();
 
@@ -417,10 +431,10 @@ fn probe_and_verify_refuse_bad_input() {
 
 /// A table of value words (the 4-men table widened, as the solver writes
 /// tables too deep for bytes) through the binary: `stats`, `probe`, `play`
-/// and `verify` (`--deep` too) answer as on the byte table; `compress`
-/// keeps its shards raw, and refuses it win/draw/loss only.
+/// and `verify` (`--deep` too) answer as on the byte table, compressed
+/// or not; its win/draw/loss-only compression is the byte table's.
 #[test]
-fn word_tables_answer_as_byte_tables_or_are_refused() {
+fn word_tables_answer_as_byte_tables() {
     let tmp = tempfile::tempdir().unwrap();
     let cwd = tmp.path();
     let table = onitb::Table::generate(&onitb::rules::Rules::default(), 2).unwrap();
@@ -437,15 +451,22 @@ fn word_tables_answer_as_byte_tables_or_are_refused() {
     assert!(text(&succeeds(cwd, &["verify", "--deep", "w4"]).stdout).contains("deep check ok"));
     let out = text(&succeeds(cwd, &["verify", "--deep", "--sample", "1000", "w4"]).stdout);
     assert!(out.contains("deep check ok"), "{out}");
-    // Compressed shards hold bytes: shards of words are kept raw, and
-    // win/draw/loss-only compression is refused, leaving nothing behind.
+    // Compressed, as shards of words that answer as the raw ones.
     let out = text(&succeeds(cwd, &["compress", "w4", "z4"]).stdout);
-    assert_eq!(out.matches("(two-byte values: kept raw)").count(), 4, "{out}");
+    assert_eq!(out.matches("(two-byte values)").count(), 4, "{out}");
     assert_eq!(stats_json(cwd, "z4"), stats_json(cwd, "t4"));
-    let refused =
-        "win/draw/loss-only compression of tables with two-byte values (format version 2) is not supported yet";
-    fails(cwd, &["compress", "--wdl", "w4", "x4"], refused);
-    assert_eq!(entries(cwd), ["t4", "w4", "z4"], "no output, partial or not");
+    assert_eq!(probe("z4"), probe("t4"));
+    let out = text(&succeeds(cwd, &["verify", "z4"]).stdout);
+    assert!(out.contains("checksums ok: 4 shards"), "{out}");
+    let out = text(&succeeds(cwd, &["verify", "--deep", "--sample", "1000", "z4"]).stdout);
+    assert!(out.contains("deep check ok"), "{out}");
+    // Win/draw/loss only: the byte table's shards.
+    succeeds(cwd, &["compress", "--wdl", "--level", "1", "w4", "x4"]);
+    succeeds(cwd, &["compress", "--wdl", "--level", "1", "t4", "y4"]);
+    for m in ["1v1", "1v2", "2v1", "2v2"] {
+        let read = |dir: &str| fs::read(cwd.join(dir).join(format!("{m}.onitbz"))).unwrap();
+        assert!(read("x4") == read("y4"), "{m}: the byte table's WDL shard");
+    }
 
     // A flipped value byte is damage.
     let shard = cwd.join("w4").join("2v2.onitb");
