@@ -288,6 +288,15 @@ fn check_kept(
     stop: &AtomicBool,
 ) -> Result<Option<Result<Stats, String>>, PublishError> {
     let material = finished.material();
+    // The interrupted run's shards of this material that did not fit
+    // (`check_adopted`) go now, under either name (a raw one where this
+    // run compresses, or the other way round), not when the table is
+    // published: beside the work directory they may hold the room this
+    // run's shards need (28 GB of raw shards of words at 8 men in session
+    // 66, resumed with compressed shards).
+    for name in [store::shard_name(material), store::compressed_shard_name(material)] {
+        out.clear_discarded(&name)?;
+    }
     if !is_kept(material, out, spec) {
         return Ok(None);
     }
@@ -411,7 +420,6 @@ impl<'c> ShardWriter<'c> {
         batch_blocks: Option<usize>,
     ) -> Result<ShardWriter<'c>, StoreError> {
         let (material, width) = (finished.material(), finished.width());
-        out.clear_discarded(&ShardWriter::name(material, spec))?;
         Ok(match spec.compress {
             Some((level, context)) => {
                 let path = ShardWriter::path(material, out, spec);
@@ -883,6 +891,9 @@ mod tests {
         for finished in &solved.materials {
             let (stats, how) = write_shard(finished, &out, &spec, None).unwrap();
             let m = finished.material();
+            // A raw shard discarded goes with its material's turn, the
+            // compressed one kept (2v2) or written (1v2).
+            assert!(!out.path_for(&store::shard_name(m)).exists(), "{m}");
             match how {
                 Published::Kept => assert_eq!(m, m22),
                 // Its header fits; its blocks are checked as they are read back.
