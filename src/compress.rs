@@ -30,9 +30,9 @@
 //! 4-men set's 2v2 that is 1.557 bits per state at level 19, against 1.746
 //! for the stored words as they are and 1.855 for their low bytes then
 //! their high bytes (1.834, 2.402 and 2.368 at level 3; docs/BENCHMARKS.md,
-//! session 66). Their
-//! win/draw/loss-only shards are shards of bytes: each word is given to
-//! the byte writer as a byte of the same class ([`wdl_byte_of_word`]).
+//! session 66). Their win/draw/loss-only shards are shards of bytes: each
+//! word is given to the byte writer as a byte of the same class
+//! ([`wdl_byte_of_word`]).
 
 use crate::blockio::DirectAppender;
 use crate::format::{BLOCK_BYTES, CompressedHeader, Content, FormatError, Frame, LEVELS, Packing, ShardHeader};
@@ -453,7 +453,8 @@ pub fn stored_words(
             })?;
         for k in set_bits(inside & !fixed) {
             let word = word_at(words, k - card_states.start);
-            // Stored states are neither no value (0) nor won in one (255).
+            // Not 0 (no value) nor 65535 (won in one): checked above, so
+            // its byte is never DEEP_WORD.
             out[next] = narrow(word).unwrap_or_else(|| {
                 deep.extend_from_slice(&word.to_le_bytes());
                 DEEP_WORD
