@@ -15,7 +15,10 @@
 #                        mappings of 64 MiB or more (the budget's windows
 #                        and slice buffers), anonymous in smaller ones and
 #                        the heap (malloc's), and file-backed (the binary)
-# An attempt resumes from the checkpoint if DIR/work holds one. At the end
+# An attempt resumes from the checkpoint if DIR/work holds one. To stop one
+# as a crash would, kill -9 the onitb process (`pgrep -f "$DIR/onitb
+# generate" -n`), not /usr/bin/time, whose child would run on unwatched.
+# At the end
 # (or now, if the table exists) it prints each attempt's CPU and wall time,
 # the totals, the peak RSS and disk, and the table's statistics.
 #
@@ -38,6 +41,10 @@ report() {
   local cpu=0 wall=0 rss=0
   for t in "$dir"/time.*.txt; do
     [ -e "$t" ] || continue
+    if ! grep -q 'User time' "$t"; then
+      echo "attempt $(basename "$t" .txt | cut -d. -f2): no /usr/bin/time record (the attempt was killed with it)"
+      continue
+    fi
     local u s w m
     u=$(awk -F': ' '/User time/ {print $2}' "$t")
     s=$(awk -F': ' '/System time/ {print $2}' "$t")
