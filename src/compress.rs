@@ -690,7 +690,8 @@ impl<'c> CompressedShardWriter<'c> {
     ) -> Result<Self, StoreError> {
         check_level(level, path)?;
         if header.width == ValueWidth::Word && content == Content::Wdl {
-            return Err(StoreError::Format { path: path.to_path_buf(), cause: FormatError::WordContent(3) });
+            let cause = FormatError::WordContent(crate::format::content_code(content, Packing::Dense));
+            return Err(StoreError::Format { path: path.to_path_buf(), cause });
         }
         let header_len = crate::format::compressed_header_len(header.block_count());
         let mut out =

@@ -422,7 +422,7 @@ pub enum Packing {
 }
 
 /// The content byte of a compressed header: content and packing.
-fn content_code(content: Content, packing: Packing) -> u8 {
+pub(crate) fn content_code(content: Content, packing: Packing) -> u8 {
     let content = match content {
         Content::Values => 0,
         Content::Wdl => 1,
