@@ -502,6 +502,16 @@ pub fn unpack_words(
             continue; // out is already no value (0) there
         }
         let words = &mut out[2 * first..2 * (first + card_states.len())];
+        // Most layouts have no win in one and no deep state: their bytes
+        // widen in a row, with no test per state.
+        let bytes = plane.get(next..next + card_states.len());
+        if let Some(bytes) = bytes.filter(|b| entry & states_mask(&card_states) == 0 && !b.contains(&DEEP_WORD)) {
+            for (word, &byte) in words.chunks_exact_mut(2).zip(bytes) {
+                word.copy_from_slice(&widen(byte).to_le_bytes());
+            }
+            next += bytes.len();
+            continue;
+        }
         for (i, word) in words.chunks_exact_mut(2).enumerate() {
             let value = if entry >> (card_states.start + i) & 1 != 0 {
                 WIN_IN_1_WORD.to_le_bytes()
