@@ -469,13 +469,40 @@ pub fn stored_words(
 
 /// Most bytes the frame of a block of value words covering `range` (bytes
 /// of the value area) may decompress to: three a state, each a deep one.
-pub fn stored_word_capacity(range: &Range<u64>) -> usize {
+fn stored_word_capacity(range: &Range<u64>) -> usize {
     3 * (range.end - range.start) as usize / 2
+}
+
+/// Most bytes the frame of block `range` of a compressed shard with
+/// `header` may decompress to, whatever its width.
+pub fn block_capacity(header: &CompressedHeader, range: &Range<u64>) -> usize {
+    match header.shard.width {
+        ValueWidth::Byte => stored_capacity(range, header.content, header.packing),
+        ValueWidth::Word => stored_word_capacity(range),
+    }
+}
+
+/// The value area's bytes of block `range` of a compressed shard with
+/// `header` from its stored bytes: [`unpack`] or [`unpack_words`] by the
+/// header's width.
+pub fn unpack_block(
+    index: &MaterialIndex,
+    context: &Context,
+    header: &CompressedHeader,
+    range: Range<u64>,
+    stored: &[u8],
+    block: usize,
+) -> Result<Vec<u8>, FormatError> {
+    match header.shard.width {
+        ValueWidth::Byte => unpack(index, context, range, stored, header.content, header.packing, block),
+        // The header allows words only as values, densely packed.
+        ValueWidth::Word => unpack_words(index, context, range, stored, block),
+    }
 }
 
 /// [`unpack`] of a block of value words ([`stored_words`]): the value
 /// area's bytes of `range`, two per state.
-pub fn unpack_words(
+fn unpack_words(
     index: &MaterialIndex,
     context: &Context,
     range: Range<u64>,

@@ -17,7 +17,6 @@ use crate::index::{Material, MaterialIndex};
 use crate::rules::{Rules, WinsInOne};
 use crate::store::{StoreError, compressed_shard_name, material_of_name, shard_name};
 use crate::table::{SolvedMaterial, Stats, Table};
-use crate::value::ValueWidth;
 use std::fs::{self, File};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -162,7 +161,7 @@ impl ShardFile {
 
     /// One block as stored in the shard, checked: for a compressed shard,
     /// its frame decompressed (packed as the header says, see
-    /// [`compress::unpack`]).
+    /// [`compress::unpack_block`]).
     pub fn read_block(&self, block: usize) -> Result<Vec<u8>, StoreError> {
         assert!(block < self.block_count(), "block {block} of {}", self.block_count());
         let format_error = |cause| StoreError::Format { path: self.path.clone(), cause };
@@ -173,11 +172,7 @@ impl ShardFile {
         match &self.storage {
             Storage::Raw { .. } => Ok(stored),
             Storage::Compressed(c) => {
-                let range = self.header.block_range(block);
-                let capacity = match self.header.width {
-                    ValueWidth::Byte => compress::stored_capacity(&range, c.content, c.packing),
-                    ValueWidth::Word => compress::stored_word_capacity(&range),
-                };
+                let capacity = compress::block_capacity(c, &self.header.block_range(block));
                 compress::decompress_frame(&stored, capacity, c.frames[block].content_crc, block).map_err(format_error)
             }
         }
@@ -191,13 +186,9 @@ impl ShardFile {
         match &self.storage {
             Storage::Raw { .. } => Ok(stored),
             Storage::Compressed(c) => {
-                let (range, index) = (self.header.block_range(block), context.index(self.material()));
-                match self.header.width {
-                    ValueWidth::Byte => compress::unpack(&index, context, range, &stored, c.content, c.packing, block),
-                    // The header allows words only as values, densely packed.
-                    ValueWidth::Word => compress::unpack_words(&index, context, range, &stored, block),
-                }
-                .map_err(|cause| StoreError::Format { path: self.path.clone(), cause })
+                let range = self.header.block_range(block);
+                compress::unpack_block(&context.index(self.material()), context, c, range, &stored, block)
+                    .map_err(|cause| StoreError::Format { path: self.path.clone(), cause })
             }
         }
     }
