@@ -50,6 +50,20 @@ impl SideFlags {
         self.now[side_key(layout.mover, layout.mover_master)].store(true, Ordering::Relaxed);
     }
 
+    /// [`SideFlags::mark_changed`] for the layouts with mover board `mover`
+    /// and the masters in `masters` (bit a: its a-th piece in square
+    /// order), the board's rank worked out once.
+    #[inline]
+    pub fn mark_changed_masters(&self, mover: u32, masters: u8) {
+        debug_assert!(u32::from(masters) >> mover.count_ones() == 0, "masters are pieces of the board");
+        let first = side_key(mover, mover.trailing_zeros() as u8);
+        let mut rest = masters;
+        while rest != 0 {
+            self.now[first + rest.trailing_zeros() as usize].store(true, Ordering::Relaxed);
+            rest &= rest - 1;
+        }
+    }
+
     /// Did the mover side of this layout's successors (in the material these
     /// flags belong to) change in the last step?
     #[cfg(test)]

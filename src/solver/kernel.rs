@@ -1082,13 +1082,22 @@ impl Image {
     /// the unit holds it), and the layout.
     #[inline(always)]
     fn layout(&self, place: &Placement, j: usize, q: usize) -> (Option<usize>, Layout) {
-        let ordinal = |board: u32, square: u8| (board & ((1u32 << square) - 1)).count_ones() as usize;
+        let (n, _) = self.number(place, j / q, j % q);
         let mover_master = mirror::square(place.mover_squares[j / q]);
         let opponent_master = mirror::square(place.opponent_squares[j % q]);
-        let n = self
-            .first
-            .map(|first| first + ordinal(self.mover, mover_master) * q + ordinal(self.opponent, opponent_master));
         (n, Layout { mover: self.mover, opponent: self.opponent, mover_master, opponent_master })
+    }
+
+    /// The image of layout (a, b) of `place` (the masters' ordinals): its
+    /// number counted from the unit's first (if the unit holds it), and
+    /// the ordinal of its mover's master.
+    #[inline(always)]
+    fn number(&self, place: &Placement, a: usize, b: usize) -> (Option<usize>, usize) {
+        let ordinal = |board: u32, square: u8| (board & ((1u32 << square) - 1)).count_ones() as usize;
+        let q = place.opponent.count_ones() as usize;
+        let mover_ordinal = ordinal(self.mover, mirror::square(place.mover_squares[a]));
+        let opponent_ordinal = ordinal(self.opponent, mirror::square(place.opponent_squares[b]));
+        (self.first.map(|first| first + mover_ordinal * q + opponent_ordinal), mover_ordinal)
     }
 
     /// [`Image::layout`] in a unit that holds the image: a whole group's
@@ -1329,6 +1338,27 @@ fn visit_block<const N: usize>(block: &[u32], states: u32, visit: &mut impl FnMu
     }
 }
 
+/// The masters' ordinals (a, b) of layout `j` = a * q + b of a placement
+/// whose opponent has `q` pieces, by table (no division).
+#[inline(always)]
+fn masters_of(q: usize, j: usize) -> (usize, usize) {
+    const TABLE: [[(u8, u8); MAX_PLACEMENT_LAYOUTS]; MAX_PIECES_PER_SIDE + 1] = {
+        let mut table = [[(0, 0); MAX_PLACEMENT_LAYOUTS]; MAX_PIECES_PER_SIDE + 1];
+        let mut q = 1;
+        while q <= MAX_PIECES_PER_SIDE {
+            let mut j = 0;
+            while j < MAX_PLACEMENT_LAYOUTS {
+                table[q][j] = ((j / q) as u8, (j % q) as u8);
+                j += 1;
+            }
+            q += 1;
+        }
+        table
+    };
+    let (a, b) = TABLE[q][j];
+    (a as usize, b as usize)
+}
+
 /// Where [`PlacementMoves::for_each_successor`] reports layout (a, b) of a
 /// placement: the slot its successors take in their blocks when no piece
 /// passes another.
@@ -1503,24 +1533,30 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
         let listing = listing(input, first_placement + i, needed);
         let (reach, no_move) =
             placement_moves.fold(moves, landing, &place, listing, 0, |reach, word, states| reach | (word & states));
-        for (j, &undecided) in undecided[..p * q].iter().enumerate() {
-            if undecided == 0 {
-                continue;
+        let mut sides = ChangedSides::default();
+        // Each undecided layout's wins, found first without a branch on
+        // whether it has any; the winning ones are then written.
+        let mut wins_of = [0u32; MAX_PLACEMENT_LAYOUTS];
+        let mut winning = 0u32;
+        let mut open = (0..p * q).fold(0u32, |open, j| open | ((undecided[j] != 0) as u32) << j);
+        while open != 0 {
+            let j = open.trailing_zeros() as usize;
+            open &= open - 1;
+            let (a, b) = masters_of(q, j);
+            let undecided = undecided[j];
+            let n = first + j;
+            let looked = 0u32.wrapping_sub(look as u32 >> b & 1);
+            let mut wins = moves.cards.any_predecessor(reach[successor_slot(p, q, a, b)], 0x1f) & !no_move;
+            if looked != 0 && no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
+                let layout = place.layout(a, b);
+                let at = layout.mover_master;
+                let (next, segment) = landing.find(&layout, at, at, 0);
+                wins |= moves
+                    .cards
+                    .any_predecessor(landing_word((input.landing_blocks, input.landing_lane), segment, next, 0), 0x1f)
+                    & no_move;
             }
-            let (n, layout) = (first + j, place.layout(j / q, j % q));
-            let mut wins = 0;
-            if look >> (j % q) & 1 != 0 {
-                let reach = reach[successor_slot(p, q, j / q, j % q)];
-                wins = moves.cards.any_predecessor(reach, 0x1f) & !no_move;
-                if no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
-                    let at = layout.mover_master;
-                    let (next, segment) = landing.find(&layout, at, at, 0);
-                    wins |= moves.cards.any_predecessor(
-                        landing_word((input.landing_blocks, input.landing_lane), segment, next, 0),
-                        0x1f,
-                    ) & no_move;
-                }
-            }
+            wins &= looked;
             // A capture win can be due only where the group has an event now.
             if own.capture_due {
                 wins |= own.values.due(n, undecided & own.capture[n] & !wins, depth, |code| code == win_code);
@@ -1529,31 +1565,35 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
             if let Some(newly_won) = own.newly_won.as_deref_mut() {
                 newly_won[n] = wins;
             }
-            if wins != 0 {
-                own.won[n] |= wins;
-                own.values.decide(n, wins, win_code);
-                decided(input, &mut report, &layout, wins);
-            }
-            report.undecided += (undecided & !wins).count_ones() as u64;
+            wins_of[j] = wins;
+            winning |= ((wins != 0) as u32) << j;
+            report.undecided += (undecided & !wins).count_ones() as u64 * (1 + image.is_some() as u64);
+        }
+        while winning != 0 {
+            let j = winning.trailing_zeros() as usize;
+            winning &= winning - 1;
+            let (a, b) = masters_of(q, j);
+            let (n, wins) = (first + j, wins_of[j]);
+            own.won[n] |= wins;
+            own.values.decide(n, wins, win_code);
+            decided(&mut report, &mut sides.own, a, wins);
             if let (Some(image), Some(mirror)) = (&image, input.mirror) {
-                if wins != 0 {
-                    let (n, layout) = image.layout(&place, j, q);
-                    let wins = mirror.states(wins);
-                    // Streamed, the image's other words are zeros (the
-                    // window's `fresh` is cleared as it is loaded).
-                    if let Some(n) = n {
-                        if let Some(newly_won) = own.newly_won.as_deref_mut() {
-                            newly_won[n] = wins;
-                        }
-                        own.won[n] |= wins;
+                let (n, master) = image.number(&place, a, b);
+                let wins = mirror.states(wins);
+                // Streamed, the image's other words are zeros (the
+                // window's `fresh` is cleared as it is loaded).
+                if let Some(n) = n {
+                    if let Some(newly_won) = own.newly_won.as_deref_mut() {
+                        newly_won[n] = wins;
                     }
-                    // Its value bytes are written from the placement's when
-                    // the pair is finished (`mirror_values`).
-                    decided(input, &mut report, &layout, wins);
+                    own.won[n] |= wins;
                 }
-                report.undecided += (undecided & !wins).count_ones() as u64;
+                // Its value bytes are written from the placement's when
+                // the pair is finished (`mirror_values`).
+                decided(&mut report, &mut sides.image, master, wins);
             }
         }
+        sides.mark(input.own_sides, &place, image.as_ref());
     });
     report
 }
@@ -1595,12 +1635,36 @@ pub(super) fn mirror_decisions(
 }
 
 /// The bookkeeping of states a step decides (their planes and values are
-/// the caller's): the layout side's change flag, the report.
+/// the caller's): the report, and the mover master's bit in `masters`
+/// (its ordinal), whose side flags [`ChangedSides::mark`] sets.
 #[inline(always)]
-fn decided(input: &StepInput, report: &mut UnitReport, layout: &Layout, states: u32) {
-    input.own_sides.mark_changed(layout);
+fn decided(report: &mut UnitReport, masters: &mut u8, mover_master: usize, states: u32) {
+    *masters |= 1 << mover_master;
     report.decided += states.count_ones() as u64;
     report.modified = true;
+}
+
+/// The mover masters (bit a: the a-th piece in square order) of the
+/// layouts that one visit of a placement decided, and of their images:
+/// their side flags are set once the visit has looked at every layout,
+/// each board's rank worked out once, so that a decision needs no
+/// [`Layout`].
+#[derive(Default)]
+struct ChangedSides {
+    own: u8,
+    image: u8,
+}
+
+impl ChangedSides {
+    #[inline(always)]
+    fn mark(&self, sides: &SideFlags, place: &Placement, image: Option<&Image>) {
+        if self.own != 0 {
+            sides.mark_changed_masters(place.mover, self.own);
+        }
+        if let Some(image) = image.filter(|_| self.image != 0) {
+            sides.mark_changed_masters(image.mover, self.image);
+        }
+    }
 }
 
 /// Undecided states of the `count` layouts from `first` on, or `None` if
@@ -1733,11 +1797,19 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             placement_moves.fold(moves, landing, &place, listing, ALL_CARD_STATES, |all_won, word, states| {
                 all_won & (word | !states)
             });
-        for (j, &undecided) in undecided[..p * q].iter().enumerate() {
-            if undecided == 0 {
-                continue;
-            }
-            let (n, layout) = (first + j, place.layout(j / q, j % q));
+        let mut sides = ChangedSides::default();
+        // Each undecided layout's losses, found first without a branch on
+        // whether the layout has any (about a quarter do, in no order a
+        // branch could predict); the decided ones are then written.
+        let mut losses_of = [0u32; MAX_PLACEMENT_LAYOUTS];
+        let mut losing = 0u32;
+        let mut open = (0..p * q).fold(0u32, |open, j| open | ((undecided[j] != 0) as u32) << j);
+        while open != 0 {
+            let j = open.trailing_zeros() as usize;
+            open &= open - 1;
+            let (a, b) = masters_of(q, j);
+            let undecided = undecided[j];
+            let n = first + j;
             if own.capture_due {
                 // A capture into a loss due now no longer holds a loss
                 // back: losing in `depth` is as long. (Each such capture is
@@ -1751,63 +1823,66 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             }
             // Unchanged successors give the answer of two steps ago: only
             // losses held back by a capture can be due now.
-            let mut losses = if look >> (j % q) & 1 != 0 {
-                let all_won = all_won[successor_slot(p, q, j / q, j % q)];
-                let mut losses = moves.cards.all_held(all_won) & !no_move;
-                if no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
-                    let at = layout.mover_master;
-                    let (next, segment) = landing.find(&layout, at, at, 0);
-                    losses |= moves.cards.all_held(landing_word(
-                        (input.landing_blocks, input.landing_lane),
-                        segment,
-                        next,
-                        ALL_CARD_STATES,
-                    )) & no_move;
-                }
-                losses & undecided
-            } else {
-                own.held[n] & undecided
-            };
+            let looked = 0u32.wrapping_sub(look as u32 >> b & 1);
+            let mut losses = moves.cards.all_held(all_won[successor_slot(p, q, a, b)]) & !no_move;
+            if looked != 0 && no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
+                let layout = place.layout(a, b);
+                let at = layout.mover_master;
+                let (next, segment) = landing.find(&layout, at, at, 0);
+                losses |= moves.cards.all_held(landing_word(
+                    (input.landing_blocks, input.landing_lane),
+                    segment,
+                    next,
+                    ALL_CARD_STATES,
+                )) & no_move;
+            }
+            let mut losses = (losses & looked | own.held[n] & !looked) & undecided;
             // Captures into later losses (or draws, or wins) hold the loss
             // back.
             let held_back = losses & own.capture[n];
             losses &= !held_back;
-            if own.held[n] != held_back {
-                own.held[n] = held_back;
-                report.modified = true;
-            }
-            if losses != 0 {
-                if let Some(flags) = own_flags.as_mut() {
-                    flags.set(flag);
-                }
-                own.lost[n] |= losses;
-                own.fresh[n] = losses;
-                own.values.decide(n, losses, loss_code);
-                decided(input, &mut report, &layout, losses);
-            }
-            report.undecided += (undecided & !losses).count_ones() as u64;
+            report.modified |= own.held[n] != held_back;
+            own.held[n] = held_back;
+            losses_of[j] = losses;
+            losing |= ((losses != 0) as u32) << j;
+            report.undecided += (undecided & !losses).count_ones() as u64 * (1 + image.is_some() as u64);
+        }
+        while losing != 0 {
+            let j = losing.trailing_zeros() as usize;
+            losing &= losing - 1;
+            let (a, b) = masters_of(q, j);
+            let (n, losses) = (first + j, losses_of[j]);
+            own.lost[n] |= losses;
+            own.fresh[n] = losses;
+            own.values.decide(n, losses, loss_code);
+            decided(&mut report, &mut sides.own, a, losses);
             // The image's `held` and `capture` words are left as they
             // were: only the placement's own step reads them, and the
             // image is never solved.
             if let (Some(image), Some(mirror)) = (&image, input.mirror) {
-                if losses != 0 {
-                    let (n, layout) = image.layout(&place, j, q);
-                    let losses = mirror.states(losses);
-                    if let (Some(n), Some(image_first)) = (n, image.first) {
-                        if let Some(flags) = input.own_fresh {
-                            flags.put_unshared(own.lane_start + image_first, true);
-                        }
-                        if own.images_lost {
-                            own.lost[n] |= losses;
-                        }
-                        own.fresh[n] = losses;
+                let (n, master) = image.number(&place, a, b);
+                let losses = mirror.states(losses);
+                if let Some(n) = n {
+                    if own.images_lost {
+                        own.lost[n] |= losses;
                     }
-                    // Its value bytes: as a win step's image's.
-                    decided(input, &mut report, &layout, losses);
+                    own.fresh[n] = losses;
                 }
-                report.undecided += (undecided & !losses).count_ones() as u64;
+                // Its value bytes: as a win step's image's.
+                decided(&mut report, &mut sides.image, master, losses);
             }
         }
+        if sides.own != 0
+            && let Some(flags) = own_flags.as_mut()
+        {
+            flags.set(flag);
+        }
+        if sides.image != 0
+            && let (Some(image_first), Some(flags)) = (image.and_then(|image| image.first), input.own_fresh)
+        {
+            flags.put_unshared(own.lane_start + image_first, true);
+        }
+        sides.mark(input.own_sides, &place, image.as_ref());
     });
     report
 }
