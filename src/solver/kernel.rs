@@ -1518,7 +1518,7 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
             Mirrored::Writes(image) => Some(image),
             Mirrored::Own => None,
         };
-        let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
+        let Some((undecided, open)) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
         // Only now: most visits of a late step find every layout decided.
         let place = Placement::new(mover, opponent);
         if own.capture_due {
@@ -1528,8 +1528,8 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
             // Written when the placement wins something, after its fold.
             prefetch_words(own.won, first, p * q);
         }
-        let look = looked_at(input, &place);
-        let needed = (0..p * q).any(|j| undecided[j] != 0 && look >> (j % q) & 1 != 0);
+        let looked_layouts = layouts_with_opponent_masters(looked_at(input, &place), p, q);
+        let needed = open & looked_layouts != 0;
         let listing = listing(input, first_placement + i, needed);
         let (reach, no_move) =
             placement_moves.fold(moves, landing, &place, listing, 0, |reach, word, states| reach | (word & states));
@@ -1538,14 +1538,14 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
         // whether it has any; the winning ones are then written.
         let mut wins_of = [0u32; MAX_PLACEMENT_LAYOUTS];
         let mut winning = 0u32;
-        let mut open = (0..p * q).fold(0u32, |open, j| open | ((undecided[j] != 0) as u32) << j);
+        let mut open = open;
         while open != 0 {
             let j = open.trailing_zeros() as usize;
             open &= open - 1;
             let (a, b) = masters_of(q, j);
             let undecided = undecided[j];
             let n = first + j;
-            let looked = 0u32.wrapping_sub(look as u32 >> b & 1);
+            let looked = 0u32.wrapping_sub(looked_layouts >> j & 1);
             let mut wins = moves.cards.any_predecessor(reach[successor_slot(p, q, a, b)], 0x1f) & !no_move;
             if looked != 0 && no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
                 let layout = place.layout(a, b);
@@ -1667,17 +1667,30 @@ impl ChangedSides {
     }
 }
 
-/// Undecided states of the `count` layouts from `first` on, or `None` if
-/// all are decided.
+/// Undecided states of the `count` layouts from `first` on, and the
+/// layouts with any as a bit set (bit j: the j-th); `None` if all are
+/// decided.
 #[inline(always)]
-fn undecided_layouts(won: &[u32], lost: &[u32], first: usize, count: usize) -> Option<[u32; MAX_PLACEMENT_LAYOUTS]> {
+fn undecided_layouts(
+    won: &[u32],
+    lost: &[u32],
+    first: usize,
+    count: usize,
+) -> Option<([u32; MAX_PLACEMENT_LAYOUTS], u32)> {
     let mut undecided = [0u32; MAX_PLACEMENT_LAYOUTS];
-    let mut any = 0;
+    let mut open = 0;
     for (j, (won, lost)) in won[first..first + count].iter().zip(&lost[first..first + count]).enumerate() {
         undecided[j] = !(won | lost) & ALL_CARD_STATES;
-        any |= undecided[j];
+        open |= ((undecided[j] != 0) as u32) << j;
     }
-    (any != 0).then_some(undecided)
+    (open != 0).then_some((undecided, open))
+}
+
+/// The layouts of a placement (bit j = a * q + b) whose opponent master
+/// is in `masters` (bit b): [`looked_at`] per layout.
+#[inline(always)]
+fn layouts_with_opponent_masters(masters: u8, p: usize, q: usize) -> u32 {
+    (0..p).fold(0, |layouts, a| layouts | u32::from(masters) << (a * q))
 }
 
 /// Per choice of the opponent's master (bit b: its b-th piece): must the
@@ -1774,7 +1787,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         if let Some(flags) = own_flags.as_mut() {
             flags.clear(flag);
         }
-        let Some(undecided) = undecided_layouts(own.won, own.lost, first, p * q) else {
+        let Some((undecided, open)) = undecided_layouts(own.won, own.lost, first, p * q) else {
             if let Some(live) = own.live.filter(|_| own.drop_decided) {
                 live.put(flag, false);
             }
@@ -1790,8 +1803,8 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         if own.capture_due {
             own.values.prefetch_due(first, p * q, depth);
         }
-        let look = looked_at(input, &place);
-        let needed = (0..p * q).any(|j| undecided[j] != 0 && look >> (j % q) & 1 != 0);
+        let looked_layouts = layouts_with_opponent_masters(looked_at(input, &place), p, q);
+        let needed = open & looked_layouts != 0;
         let listing = listing(input, first_placement + i, needed);
         let (all_won, no_move) =
             placement_moves.fold(moves, landing, &place, listing, ALL_CARD_STATES, |all_won, word, states| {
@@ -1803,7 +1816,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         // branch could predict); the decided ones are then written.
         let mut losses_of = [0u32; MAX_PLACEMENT_LAYOUTS];
         let mut losing = 0u32;
-        let mut open = (0..p * q).fold(0u32, |open, j| open | ((undecided[j] != 0) as u32) << j);
+        let mut open = open;
         while open != 0 {
             let j = open.trailing_zeros() as usize;
             open &= open - 1;
@@ -1823,7 +1836,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             }
             // Unchanged successors give the answer of two steps ago: only
             // losses held back by a capture can be due now.
-            let looked = 0u32.wrapping_sub(look as u32 >> b & 1);
+            let looked = 0u32.wrapping_sub(looked_layouts >> j & 1);
             let mut losses = moves.cards.all_held(all_won[successor_slot(p, q, a, b)]) & !no_move;
             if looked != 0 && no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
                 let layout = place.layout(a, b);
