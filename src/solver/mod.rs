@@ -34,6 +34,7 @@ mod capture_schedule;
 mod capture_values;
 mod checkpoint;
 mod compact;
+mod crossing;
 mod decision_log;
 pub mod disk;
 mod entries;
