@@ -99,6 +99,7 @@ impl Shuffles {
 /// The shuffles of every material and pair of ordinals, built once.
 pub(super) struct CrossingTable {
     /// By [`CrossingTable::entry`].
+    #[cfg_attr(not(all(target_arch = "x86_64", target_feature = "ssse3")), allow(dead_code))]
     shuffles: Vec<Shuffles>,
 }
 
@@ -123,6 +124,7 @@ impl CrossingTable {
         CrossingTable { shuffles }
     }
 
+    #[cfg_attr(not(all(target_arch = "x86_64", target_feature = "ssse3")), allow(dead_code))]
     fn entry(p: usize, q: usize, (from, to): (usize, usize)) -> usize {
         let n = MAX_PIECES_PER_SIDE;
         (((p - 1) * n + (q - 1)) * n + from) * n + to
