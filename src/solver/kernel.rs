@@ -1399,6 +1399,36 @@ fn masters_of(q: usize, j: usize) -> (usize, usize) {
     (a as usize, b as usize)
 }
 
+/// Calls `visit(j, a, b)` for each layout j = a * q + b of a placement in
+/// `layouts` (bit j), in order.
+#[inline(always)]
+fn for_each_layout(layouts: u32, q: usize, mut visit: impl FnMut(usize, usize, usize)) {
+    let mut rest = layouts;
+    while rest != 0 {
+        let j = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        let (a, b) = masters_of(q, j);
+        visit(j, a, b);
+    }
+}
+
+/// The landing word of the pass successor of layout (a, b) of `place` (no
+/// piece moves, the cards change), or `neutral` where the landing lane's
+/// block flags say its block is not to be read ([`landing_word`]).
+#[inline(always)]
+fn pass_word(
+    input: &StepInput,
+    landing: &Landing<u32>,
+    place: &Placement,
+    (a, b): (usize, usize),
+    neutral: u32,
+) -> u32 {
+    let layout = place.layout(a, b);
+    let at = layout.mover_master;
+    let (next, segment) = landing.find(&layout, at, at, 0);
+    landing_word((input.landing_blocks, input.landing_lane), segment, next, neutral)
+}
+
 /// Where [`PlacementMoves::for_each_successor`] reports layout (a, b) of a
 /// placement: the slot its successors take in their blocks when no piece
 /// passes another.
@@ -1578,23 +1608,13 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
         // whether it has any; the winning ones are then written.
         let mut wins_of = [0u32; MAX_PLACEMENT_LAYOUTS];
         let mut winning = 0u32;
-        let mut open = open;
-        while open != 0 {
-            let j = open.trailing_zeros() as usize;
-            open &= open - 1;
-            let (a, b) = masters_of(q, j);
+        for_each_layout(open, q, |j, a, b| {
             let undecided = undecided[j];
             let n = first + j;
             let looked = 0u32.wrapping_sub(looked_layouts >> j & 1);
             let mut wins = moves.cards.any_predecessor(reach[successor_slot(p, q, a, b)], 0x1f) & !no_move;
             if looked != 0 && no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
-                let layout = place.layout(a, b);
-                let at = layout.mover_master;
-                let (next, segment) = landing.find(&layout, at, at, 0);
-                wins |= moves
-                    .cards
-                    .any_predecessor(landing_word((input.landing_blocks, input.landing_lane), segment, next, 0), 0x1f)
-                    & no_move;
+                wins |= moves.cards.any_predecessor(pass_word(input, landing, &place, (a, b), 0), 0x1f) & no_move;
             }
             wins &= looked;
             // A capture win can be due only where the group has an event now.
@@ -1608,11 +1628,8 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
             wins_of[j] = wins;
             winning |= ((wins != 0) as u32) << j;
             report.undecided += (undecided & !wins).count_ones() as u64 * (1 + image.is_some() as u64);
-        }
-        while winning != 0 {
-            let j = winning.trailing_zeros() as usize;
-            winning &= winning - 1;
-            let (a, b) = masters_of(q, j);
+        });
+        for_each_layout(winning, q, |j, a, b| {
             let (n, wins) = (first + j, wins_of[j]);
             own.won[n] |= wins;
             own.values.decide(n, wins, win_code);
@@ -1632,7 +1649,7 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
                 // the pair is finished (`mirror_values`).
                 decided(&mut report, &mut sides.image, master, wins);
             }
-        }
+        });
         sides.mark(input.own_sides, &place, image.as_ref());
     });
     report
@@ -1856,11 +1873,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         // branch could predict); the decided ones are then written.
         let mut losses_of = [0u32; MAX_PLACEMENT_LAYOUTS];
         let mut losing = 0u32;
-        let mut open = open;
-        while open != 0 {
-            let j = open.trailing_zeros() as usize;
-            open &= open - 1;
-            let (a, b) = masters_of(q, j);
+        for_each_layout(open, q, |j, a, b| {
             let undecided = undecided[j];
             let n = first + j;
             if own.capture_due {
@@ -1879,15 +1892,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             let looked = 0u32.wrapping_sub(looked_layouts >> j & 1);
             let mut losses = moves.cards.all_held(all_won[successor_slot(p, q, a, b)]) & !no_move;
             if looked != 0 && no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
-                let layout = place.layout(a, b);
-                let at = layout.mover_master;
-                let (next, segment) = landing.find(&layout, at, at, 0);
-                losses |= moves.cards.all_held(landing_word(
-                    (input.landing_blocks, input.landing_lane),
-                    segment,
-                    next,
-                    ALL_CARD_STATES,
-                )) & no_move;
+                losses |= moves.cards.all_held(pass_word(input, landing, &place, (a, b), ALL_CARD_STATES)) & no_move;
             }
             let mut losses = (losses & looked | own.held[n] & !looked) & undecided;
             // Captures into later losses (or draws, or wins) hold the loss
@@ -1899,11 +1904,8 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             losses_of[j] = losses;
             losing |= ((losses != 0) as u32) << j;
             report.undecided += (undecided & !losses).count_ones() as u64 * (1 + image.is_some() as u64);
-        }
-        while losing != 0 {
-            let j = losing.trailing_zeros() as usize;
-            losing &= losing - 1;
-            let (a, b) = masters_of(q, j);
+        });
+        for_each_layout(losing, q, |j, a, b| {
             let (n, losses) = (first + j, losses_of[j]);
             own.lost[n] |= losses;
             own.fresh[n] = losses;
@@ -1924,7 +1926,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
                 // Its value bytes: as a win step's image's.
                 decided(&mut report, &mut sides.image, master, losses);
             }
-        }
+        });
         if sides.own != 0
             && let Some(flags) = own_flags.as_mut()
         {
