@@ -16,15 +16,21 @@ matches, this fails with the pattern, and the patterns need updating.
 import sys
 
 
-def edit(path, edits):
+def edit(path, edits, optional=False):
+    """Applies (old, new, scope) replacements, each at the first `old` after
+    `scope`; with `optional`, all or none (a revision whose code differs
+    keeps it as it is, and its parts print as zeros)."""
     text = open(path).read()
     for old, new, scope in edits:
         start = text.index(scope) if scope else 0
         at = text.find(old, start)
         if at < 0:
+            if optional:
+                return False
             sys.exit(f"step-cycles: pattern not found in {path}:\n{old}")
         text = text[:at] + new + text[at + len(old):]
     open(path, "w").write(text)
+    return True
 
 
 LOSS = "pub(super) fn loss_step("
@@ -57,11 +63,31 @@ edit("src/solver/kernel.rs", [
      "    for (k, v) in c.iter().enumerate() { PROF[k].fetch_add(*v, std::sync::atomic::Ordering::Relaxed); }\n"
      "    report\n}", LOSS),
 ])
+# The win step's parts (since 98b50c6, whose visits end in `sides.mark`):
+# set-up, fold, per-layout work, and visits with every layout decided,
+# into PROF[10..15].
+edit("src/solver/kernel.rs", [
+    ("    for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent, at| {\n",
+     "    let mut cw = [0u64; 5];\n"
+     "    for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent, at| {\n"
+     "        let t0 = tsc();\n", WIN),
+    ("        let Some((undecided, open)) = undecided_layouts(own.won, own.lost, first, p * q) else { return };\n",
+     "        let Some((undecided, open)) = undecided_layouts(own.won, own.lost, first, p * q) else {\n"
+     "            cw[0] += tsc() - t0;\n            return;\n        };\n        cw[4] += 1;\n", WIN),
+    ("        let listing = listing(input, first_placement + i, needed);\n",
+     "        let listing = listing(input, first_placement + i, needed);\n        let t1 = tsc();\n        cw[1] += t1 - t0;\n", WIN),
+    ("|reach, word, states| reach | (word & states));\n",
+     "|reach, word, states| reach | (word & states));\n        let t2 = tsc();\n        cw[2] += t2 - t1;\n", WIN),
+    ("        sides.mark(input.own_sides, &place, image.as_ref());\n    });\n",
+     "        sides.mark(input.own_sides, &place, image.as_ref());\n        cw[3] += tsc() - t2;\n    });\n"
+     "    for (k, v) in cw.iter().enumerate() { PROF[10 + k].fetch_add(*v, std::sync::atomic::Ordering::Relaxed); }\n", WIN),
+], optional=True)
 edit("src/solver/mod.rs", [
     ("        state.depth_plies = depth;\n        state.decided += new;\n",
      "        state.depth_plies = depth;\n        state.decided += new;\n"
      "        if depth % 2 == 0 {\n            let c = kernel::prof_take();\n"
      "            eprintln!(\"PROF depth {depth} visits {} undecided {} kept_moves {} cycles: decided_only {} set_up {} fold {} post {} unit {}\", "
      "c[0], c[2], c[5], c[1], c[3], c[6], c[7], c[9]);\n"
-     "            eprintln!(\"PROFW depth {} cycles {}\", depth - 1, c[15]);\n        }\n", None),
+     "            eprintln!(\"PROFW depth {} cycles {} undecided {} decided_only {} set_up {} fold {} post {}\", "
+     "depth - 1, c[15], c[14], c[10], c[11], c[12], c[13]);\n        }\n", None),
 ])
