@@ -788,18 +788,23 @@ impl StepValues<'_> {
     }
 
     /// Resident: asks the CPU for the value bytes of the `count` layouts
-    /// from `first` on if [`StepValues::due`] will read some of them at
-    /// `depth` (it does so after the placement's moves are folded, and the
-    /// bytes are a cache miss: about 6% of the loss steps' samples waited
-    /// on them).
+    /// from `first` on, which [`StepValues::due`] may read and
+    /// [`StepValues::decide`] may write after the placement's moves are
+    /// folded: they are a cache miss (the largest lane), and a decision's
+    /// stores into lines not in the cache wait in the store buffer. Asked
+    /// for at every visit, not only where a capture event is due (about half
+    /// the visits decide something): 2% less CPU time at 6 men
+    /// (docs/BENCHMARKS.md, session 68).
     #[inline(always)]
-    fn prefetch_due(&self, first: usize, count: usize, depth: u16) {
-        if let StepValues::Written { values, next_event, width } = self
-            && next_event[first..first + count].iter().any(|&event| u16::from(event) <= depth)
-        {
+    fn prefetch_layouts(&self, first: usize, count: usize) {
+        if let StepValues::Written { values, width, .. } = self {
             let layout_bytes = CARD_STATES * width.bytes();
-            for line in (first * layout_bytes..(first + count) * layout_bytes).step_by(CACHE_LINE_BYTES) {
-                prefetch(&values[line..]);
+            // Every line the bytes touch, by address: the slice need not
+            // start on a line.
+            let skew = values.as_ptr() as usize % CACHE_LINE_BYTES;
+            let (start, end) = (first * layout_bytes + skew, (first + count) * layout_bytes + skew);
+            for line in (start & !(CACHE_LINE_BYTES - 1)..end).step_by(CACHE_LINE_BYTES) {
+                prefetch(&values[line.saturating_sub(skew)..]);
             }
         }
     }
@@ -1591,9 +1596,7 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
         let Some((undecided, open)) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
         // Only now: most visits of a late step find every layout decided.
         let place = Placement::new(mover, opponent);
-        if own.capture_due {
-            own.values.prefetch_due(first, p * q, depth);
-        }
+        own.values.prefetch_layouts(first, p * q);
         if let Some(first) = image.and_then(|image| image.first) {
             // Written when the placement wins something, after its fold.
             prefetch_words(own.won, first, p * q);
@@ -1857,9 +1860,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             // ask for them now (the image lies elsewhere in the group).
             prefetch_words(own.lost, image_first, p * q);
         }
-        if own.capture_due {
-            own.values.prefetch_due(first, p * q, depth);
-        }
+        own.values.prefetch_layouts(first, p * q);
         let looked_layouts = layouts_with_opponent_masters(looked_at(input, &place), p, q);
         let needed = open & looked_layouts != 0;
         let listing = listing(input, first_placement + i, needed);
