@@ -249,7 +249,9 @@ pub(super) fn landing_counts(group: &Group, from_row: usize, to_row: usize, capt
 /// mask loads the layout's bytes first. That was 23% fewer mispredicted
 /// branches at 4 men, whose table the cache holds, and about 5% more CPU
 /// time at 6 men, whose 1 GB of value bytes it does not
-/// (docs/BENCHMARKS.md, session 43).
+/// (docs/BENCHMARKS.md, session 43). Resident steps, which ask for their
+/// placement's bytes at the start of each visit, blend instead
+/// ([`StepValues::decide`]).
 #[inline]
 pub(super) fn set_values(values: &mut [u8], states: u32, byte: u8) {
     let mut rest = states;
@@ -810,12 +812,23 @@ impl StepValues<'_> {
     }
 
     /// Records that `states` of layout `n` are decided with the value
-    /// stored as `code` ([`Self::encode`]).
+    /// stored as `code` ([`Self::encode`]). One-byte values are blended
+    /// into the layout's two vectors (`layout_bytes::set_cached`): the
+    /// visit asked for the bytes before its fold
+    /// ([`Self::prefetch_layouts`]), and two stores fill the store buffer
+    /// less than one per state (about 12 a deciding layout at 6 men): 2%
+    /// less CPU time at 6 men (docs/BENCHMARKS.md, session 68).
     #[inline(always)]
     fn decide(&mut self, n: usize, states: u32, code: u16) {
         if let StepValues::Written { values, width, .. } = self {
             let layout_bytes = CARD_STATES * width.bytes();
-            set_codes(*width, &mut values[n * layout_bytes..(n + 1) * layout_bytes], states, code);
+            let values = &mut values[n * layout_bytes..(n + 1) * layout_bytes];
+            match width {
+                ValueWidth::Byte => {
+                    layout_bytes::set_cached(values.try_into().expect("a layout's bytes"), [(states, code as u8)])
+                }
+                ValueWidth::Word => set_codes(*width, values, states, code),
+            }
         }
     }
 }
