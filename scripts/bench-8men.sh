@@ -10,6 +10,9 @@
 #   DIR/progress.N.log   its progress lines (`--verbose`: one per step)
 #   DIR/disk.log         every 10 s: time, work-directory bytes (allocated),
 #                        bytes free on the disk
+#   DIR/cpu.log          every 10 s: time, the running attempt's CPU seconds
+#                        so far (user, system; from /proc/PID/stat), for how
+#                        busy the two cores are in each part of the run
 #   DIR/rss.log          every 30 s: time, VmHWM of the running attempt
 #                        (kB), then its resident kB now: anonymous in
 #                        mappings of 64 MiB or more (the budget's windows
@@ -76,6 +79,16 @@ resume=()
     bytes=$({ find "$dir/work" -type f -printf '%b\n' 2>/dev/null || true; } |
       awk '{ s += $1 * 512 } END { printf "%.0f\n", s }')
     echo "$(date +%H:%M:%S) $bytes $(df --output=avail -B1 "$dir" | tail -1)" >>"$dir/disk.log"
+    pid=$(pgrep -x -f "$dir/onitb generate.*" | head -1 || true)
+    if [ -n "$pid" ]; then
+      # Fields 14 and 15 of /proc/PID/stat (counted after the command's
+      # closing parenthesis, which may hold spaces) are user and system
+      # time in clock ticks.
+      ticks=$(getconf CLK_TCK)
+      sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null |
+        awk -v t="$(date +%H:%M:%S)" -v hz="$ticks" '{ printf "%s %.2f %.2f\n", t, $12 / hz, $13 / hz }' \
+          >>"$dir/cpu.log" || true
+    fi
     sleep 10
   done
 ) &
