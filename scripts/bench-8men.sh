@@ -10,9 +10,13 @@
 #   DIR/progress.N.log   its progress lines (`--verbose`: one per step)
 #   DIR/disk.log         every 10 s: time, work-directory bytes (allocated),
 #                        bytes free on the disk
-#   DIR/cpu.log          every 10 s: time, the running attempt's CPU seconds
-#                        so far (user, system; from /proc/PID/stat), for how
-#                        busy the two cores are in each part of the run
+#   DIR/cpu.log          every 10 s: time (Unix seconds), the running
+#                        attempt's CPU seconds so far (user, system; from
+#                        /proc/PID/stat), and the attempt; DIR/start.N:
+#                        when attempt N started (Unix seconds).
+#                        `scripts/busy-cores.py DIR [N]` puts them beside
+#                        the progress lines: how busy the cores are in each
+#                        part of the run
 #   DIR/rss.log          every 30 s: time, VmHWM of the running attempt
 #                        (kB), then its resident kB now: anonymous in
 #                        mappings of 64 MiB or more (the budget's windows
@@ -81,12 +85,13 @@ resume=()
     echo "$(date +%H:%M:%S) $bytes $(df --output=avail -B1 "$dir" | tail -1)" >>"$dir/disk.log"
     pid=$(pgrep -x -f "$dir/onitb generate.*" | head -1 || true)
     if [ -n "$pid" ]; then
-      # Fields 14 and 15 of /proc/PID/stat (counted after the command's
-      # closing parenthesis, which may hold spaces) are user and system
-      # time in clock ticks.
+      # User and system time in clock ticks are fields 14 and 15 of
+      # /proc/PID/stat: 12 and 13 once the pid and the command (which
+      # ends in ") " and may hold spaces) are cut off.
       ticks=$(getconf CLK_TCK)
       sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null |
-        awk -v t="$(date +%H:%M:%S)" -v hz="$ticks" '{ printf "%s %.2f %.2f\n", t, $12 / hz, $13 / hz }' \
+        awk -v t="$(date +%s)" -v hz="$ticks" -v n="$attempt" \
+          '{ printf "%s %.2f %.2f %d\n", t, $12 / hz, $13 / hz, n }' \
           >>"$dir/cpu.log" || true
     fi
     sleep 10
@@ -117,6 +122,7 @@ status=0
 # binary has it (older ones, given as $ONITB, do not).
 verbose=()
 if "$dir/onitb" generate --help | grep -q -- --verbose; then verbose=(--verbose); fi
+date +%s >"$dir/start.$attempt"
 /usr/bin/time -v -o "$dir/time.$attempt.txt" "$dir/onitb" generate --men 8 --mem 1GiB --work "$dir/work" \
   --out "$dir/t8" --no-move loss --compress 3 "${resume[@]}" "${verbose[@]}" "$@" \
   2>"$dir/progress.$attempt.log" || status=$?
