@@ -1970,11 +1970,17 @@ pub(super) fn settle(won: &[u32], lost: &[u32], width: ValueWidth, values: &mut 
             continue;
         }
         match width {
-            ValueWidth::Byte => values.fill(DRAW),
-            ValueWidth::Word => set_codes(width, values, ALL_CARD_STATES, width.encode(Value::Draw)),
+            ValueWidth::Byte => layout_bytes::set_all(
+                values.try_into().expect("a layout's bytes"),
+                DRAW,
+                [(won[n], win1 as u8), (lost[n], loss0 as u8)],
+            ),
+            ValueWidth::Word => {
+                set_codes(width, values, ALL_CARD_STATES, width.encode(Value::Draw));
+                set_codes(width, values, won[n], win1);
+                set_codes(width, values, lost[n], loss0);
+            }
         }
-        set_codes(width, values, won[n], win1);
-        set_codes(width, values, lost[n], loss0);
     }
 }
 

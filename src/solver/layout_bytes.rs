@@ -39,12 +39,41 @@ pub(super) fn set_cached<const N: usize>(values: &mut [u8; CARD_STATES], fills: 
     // (the `cfg` above: `.cargo/config.toml` builds for x86-64-v2, which has
     // SSE4.1).
     unsafe {
-        set_vector(values, fills)
+        set_vector(values, None, fills)
     };
     #[cfg(not(all(target_arch = "x86_64", target_feature = "sse4.1")))]
     set_scalar(values, fills);
     #[cfg(debug_assertions)]
     debug_assert_eq!(*values, expected, "the vector fill agrees with the scalar definition");
+}
+
+/// Sets every byte to `base`, then as [`set_cached`] does: the same two
+/// stores, with nothing loaded first (for bytes about to be written whole:
+/// streamed finishing's `kernel::settle`, where a store per state had
+/// been about a tenth of the samples of finishing 3v4+4v3 at 8 men;
+/// docs/BENCHMARKS.md, session 68).
+#[inline(always)]
+pub(super) fn set_all<const N: usize>(values: &mut [u8; CARD_STATES], base: u8, fills: [(u32, u8); N]) {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse4.1"))]
+    // SAFETY: as in `set_cached`: this build assumes SSE4.1 everywhere.
+    unsafe {
+        set_vector(values, Some(base), fills)
+    };
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse4.1")))]
+    {
+        values.fill(base);
+        set_scalar(values, fills);
+    }
+    #[cfg(debug_assertions)]
+    debug_assert_eq!(
+        *values,
+        {
+            let mut expected = [base; CARD_STATES];
+            set_scalar(&mut expected, fills);
+            expected
+        },
+        "the vector fill agrees with the scalar definition"
+    );
 }
 
 #[cfg_attr(all(target_arch = "x86_64", target_feature = "sse4.1", not(debug_assertions)), allow(dead_code))]
@@ -61,9 +90,12 @@ fn set_scalar<const N: usize>(values: &mut [u8; CARD_STATES], fills: [(u32, u8);
 #[cfg(all(target_arch = "x86_64", target_feature = "sse4.1"))]
 #[target_feature(enable = "sse4.1")]
 #[inline]
-fn set_vector<const N: usize>(values: &mut [u8; CARD_STATES], fills: [(u32, u8); N]) {
+fn set_vector<const N: usize>(values: &mut [u8; CARD_STATES], base: Option<u8>, fills: [(u32, u8); N]) {
     use std::arch::x86_64::*;
-    let (mut low, mut high) = (load(&values[..16]), load(&values[HIGH_START..]));
+    let (mut low, mut high) = match base {
+        Some(base) => (_mm_set1_epi8(base as i8), _mm_set1_epi8(base as i8)),
+        None => (load(&values[..16]), load(&values[HIGH_START..])),
+    };
     for (states, byte) in fills {
         let fill = _mm_set1_epi8(byte as i8);
         low = _mm_blendv_epi8(low, fill, byte_mask(states));
@@ -263,6 +295,26 @@ mod tests {
                 _ => before[k],
             });
             assert_eq!(got, expected, "states {first:#x} then {second:#x}");
+        }
+    }
+
+    /// Setting every byte then some states' writes exactly those bytes,
+    /// whatever the bytes were.
+    #[test]
+    fn set_all_writes_every_byte() {
+        let mut seed = 0x2345_6781;
+        for _ in 0..3000 {
+            let mask = (1 << CARD_STATES) - 1;
+            let (first, second) = (xorshift(&mut seed) & mask, xorshift(&mut seed) & mask);
+            let [base, byte, other] = [0; 3].map(|_: u8| xorshift(&mut seed) as u8);
+            let mut got: [u8; CARD_STATES] = std::array::from_fn(|_| xorshift(&mut seed) as u8);
+            set_all(&mut got, base, [(first, byte), (second, other)]);
+            let expected: [u8; CARD_STATES] = std::array::from_fn(|k| match (first >> k & 1, second >> k & 1) {
+                (_, 1) => other,
+                (1, _) => byte,
+                _ => base,
+            });
+            assert_eq!(got, expected, "base {base}, states {first:#x} then {second:#x}");
         }
     }
 
