@@ -2198,7 +2198,13 @@ fn finish(
                         let layout_bytes = CARD_STATES * width.bytes();
                         let n = layout * layout_bytes;
                         let Some(layout_values) = values.get_mut(n..n + layout_bytes) else { return false };
-                        kernel::set_codes(width, layout_values, states, width.encode(value));
+                        match width {
+                            ValueWidth::Byte => layout_bytes::set_cached(
+                                layout_values.try_into().expect("a layout's bytes"),
+                                [(states, width.encode(value) as u8)],
+                            ),
+                            ValueWidth::Word => kernel::set_codes(width, layout_values, states, width.encode(value)),
+                        }
                         true
                     },
                 )?;
