@@ -249,9 +249,11 @@ pub(super) fn landing_counts(group: &Group, from_row: usize, to_row: usize, capt
 /// mask loads the layout's bytes first. That was 23% fewer mispredicted
 /// branches at 4 men, whose table the cache holds, and about 5% more CPU
 /// time at 6 men, whose 1 GB of value bytes it does not
-/// (docs/BENCHMARKS.md, session 43). Resident steps, which ask for their
-/// placement's bytes at the start of each visit, blend instead
-/// ([`StepValues::decide`]).
+/// (docs/BENCHMARKS.md, session 43). One-byte values are now blended
+/// wherever they are decided: resident steps ask for their placement's
+/// bytes at the start of each visit ([`StepValues::decide`]), and
+/// finishing's log entries come in layout order (session 68). This serves
+/// value words and resident finishing's draws (few a layout).
 #[inline]
 pub(super) fn set_values(values: &mut [u8], states: u32, byte: u8) {
     let mut rest = states;

@@ -23,8 +23,8 @@ const ZERO_BYTE: u8 = 0x80;
 /// 16% of initialisation's samples just after that load; the A/B of the
 /// change was within the noise, docs/BENCHMARKS.md, session 46). Resident
 /// steps use it too, for bytes they asked for at the start of the visit
-/// (`kernel::StepValues::decide`); for bytes the cache does not hold, a
-/// store per state is cheaper (`kernel::set_values`).
+/// (`kernel::StepValues::decide`), and streamed finishing for the decision
+/// log's entries (session 68).
 #[inline(always)]
 pub(super) fn set_cached<const N: usize>(values: &mut [u8; CARD_STATES], fills: [(u32, u8); N]) {
     #[cfg(debug_assertions)]
