@@ -281,6 +281,19 @@ pub(super) fn set_codes(width: ValueWidth, values: &mut [u8], states: u32, code:
     }
 }
 
+/// [`set_codes`] for one layout's bytes that the cache holds or soon will:
+/// one-byte values blended into the layout's two vectors
+/// (`layout_bytes::set_cached`), value words a store per state.
+#[inline(always)]
+pub(super) fn set_codes_blended(width: ValueWidth, values: &mut [u8], states: u32, code: u16) {
+    match width {
+        ValueWidth::Byte => {
+            layout_bytes::set_cached(values.try_into().expect("a layout's bytes"), [(states, code as u8)])
+        }
+        ValueWidth::Word => set_codes(width, values, states, code),
+    }
+}
+
 /// One unit of work: placements `start..end` of one group of a material
 /// with `p` mover and `q` opponent pieces.
 #[derive(Clone, Copy)]
@@ -824,13 +837,7 @@ impl StepValues<'_> {
     fn decide(&mut self, n: usize, states: u32, code: u16) {
         if let StepValues::Written { values, width, .. } = self {
             let layout_bytes = CARD_STATES * width.bytes();
-            let values = &mut values[n * layout_bytes..(n + 1) * layout_bytes];
-            match width {
-                ValueWidth::Byte => {
-                    layout_bytes::set_cached(values.try_into().expect("a layout's bytes"), [(states, code as u8)])
-                }
-                ValueWidth::Word => set_codes(*width, values, states, code),
-            }
+            set_codes_blended(*width, &mut values[n * layout_bytes..(n + 1) * layout_bytes], states, code);
         }
     }
 }

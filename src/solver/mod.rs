@@ -2210,13 +2210,7 @@ fn finish(
                             crate::cache_hint::prefetch(ahead);
                         }
                         let Some(layout_values) = values.get_mut(n..n + layout_bytes) else { return false };
-                        match width {
-                            ValueWidth::Byte => layout_bytes::set_cached(
-                                layout_values.try_into().expect("a layout's bytes"),
-                                [(states, width.encode(value) as u8)],
-                            ),
-                            ValueWidth::Word => kernel::set_codes(width, layout_values, states, width.encode(value)),
-                        }
+                        kernel::set_codes_blended(width, layout_values, states, width.encode(value));
                         true
                     },
                 )?;
