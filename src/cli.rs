@@ -905,14 +905,19 @@ fn step_times([win, loss]: &[StepTimes; 2]) -> String {
     format!("; win steps: {}; loss steps: {}", time_spent(win), time_spent(loss))
 }
 
-/// Where streamed steps spent their time, as text.
+/// Where streamed steps spent their time, as text, with the cores busy
+/// in each part (CPU time over wall time; none with one window).
 fn time_spent(times: &StepTimes) -> String {
+    let part = |wall: Duration, cpu: Duration| match cpu.is_zero() || wall.is_zero() {
+        true => elapsed(wall),
+        false => format!("{} at {:.2} cores", elapsed(wall), cpu.as_secs_f64() / wall.as_secs_f64()),
+    };
     format!(
         "computing {}, settling {}, waiting for I/O {} (storing and reading busy {})",
-        elapsed(times.computing),
-        elapsed(times.settling),
-        elapsed(times.waiting_for_io),
-        elapsed(times.storing_and_reading)
+        part(times.computing, times.computing_cpu),
+        part(times.settling, times.settling_cpu),
+        part(times.waiting_for_io, times.waiting_cpu),
+        part(times.storing_and_reading, times.storing_and_reading_cpu)
     )
 }
 
@@ -1086,5 +1091,25 @@ mod tests {
         assert_eq!(elapsed(Duration::from_millis(1234)), "1.2s");
         assert_eq!(elapsed(Duration::from_secs(75)), "1m15s");
         assert_eq!(elapsed(Duration::from_secs(3 * 3600 + 65)), "3h01m05s");
+    }
+
+    #[test]
+    fn step_parts_say_how_many_cores_were_busy() {
+        let secs = Duration::from_secs;
+        let times = StepTimes {
+            computing: secs(10),
+            computing_cpu: secs(18),
+            settling: secs(2),
+            settling_cpu: secs(3),
+            waiting_for_io: secs(1),
+            storing_and_reading: secs(8),
+            storing_and_reading_cpu: secs(2),
+            ..StepTimes::default()
+        };
+        assert_eq!(
+            time_spent(&times),
+            "computing 10.0s at 1.80 cores, settling 2.0s at 1.50 cores, waiting for I/O 1.0s \
+             (storing and reading busy 8.0s at 0.25 cores)"
+        );
     }
 }

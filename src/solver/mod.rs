@@ -291,6 +291,25 @@ pub struct StepTimes {
     pub waiting_for_io: Duration,
     /// Storing jobs and reading (and unpacking) the next ones.
     pub storing_and_reading: Duration,
+    /// CPU time of the whole process (every thread) during `computing`,
+    /// `settling` and `waiting_for_io`: over the wall time, how many of the
+    /// cores were busy in each (with two windows; zero with one).
+    pub computing_cpu: Duration,
+    pub settling_cpu: Duration,
+    pub waiting_cpu: Duration,
+    /// CPU time of the thread that stores and reads, while it did: the
+    /// rest of `storing_and_reading` it waited for the disk.
+    pub storing_and_reading_cpu: Duration,
+}
+
+/// CPU time that the whole process (`libc::CLOCK_PROCESS_CPUTIME_ID`) or
+/// the calling thread (`CLOCK_THREAD_CPUTIME_ID`) has used so far.
+fn cpu_time(clock: libc::clockid_t) -> Duration {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `now` is a valid timespec for the call to fill; both clocks
+    // exist on every Linux this runs on, and on failure `now` stays zero.
+    unsafe { libc::clock_gettime(clock, &mut now) };
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
 impl StepTimes {
@@ -309,6 +328,10 @@ impl std::ops::AddAssign for StepTimes {
         self.settling += other.settling;
         self.waiting_for_io += other.waiting_for_io;
         self.storing_and_reading += other.storing_and_reading;
+        self.computing_cpu += other.computing_cpu;
+        self.settling_cpu += other.settling_cpu;
+        self.waiting_cpu += other.waiting_cpu;
+        self.storing_and_reading_cpu += other.storing_and_reading_cpu;
     }
 }
 
@@ -1816,30 +1839,37 @@ fn step(
                     let previous = unstored.take();
                     let (reports, computed, other) = std::thread::scope(|scope| {
                         let other = scope.spawn(|| {
-                            let started = Instant::now();
+                            let (started, cpu) = (Instant::now(), cpu_time(libc::CLOCK_THREAD_CPUTIME_ID));
                             if let Some(previous) = &previous {
                                 store(own_other, previous, disk, &mut other_io)?;
                             }
                             let loaded = (k + 1 < jobs.len())
                                 .then(|| load(own_other, new_slice, k + 1, disk, &mut other_io))
                                 .transpose();
-                            Ok::<_, SolveError>((loaded?, started.elapsed()))
+                            let cpu = cpu_time(libc::CLOCK_THREAD_CPUTIME_ID) - cpu;
+                            Ok::<_, SolveError>((loaded?, (started.elapsed(), cpu)))
                         });
                         let landing = Some((&target.index, region));
                         let own = own_now.own(&pm, &vm);
-                        let started = Instant::now();
+                        let process_cpu = || cpu_time(libc::CLOCK_PROCESS_CPUTIME_ID);
+                        let (started, cpu) = (Instant::now(), process_cpu());
                         let (reports, early) = run_step(&input, &this_ref.index, &units, own, landing, &due, mode);
-                        times.computing += started.elapsed();
-                        let started = Instant::now();
+                        let (computed_at, computed_cpu) = (Instant::now(), process_cpu());
+                        times.computing += computed_at - started;
+                        times.computing_cpu += computed_cpu - cpu;
                         let computed = settle_job(own_now, &jobs[k].1, (pm, vm), (&units, &reports, &early));
-                        times.settling += started.elapsed();
-                        let started = Instant::now();
+                        let (settled_at, settled_cpu) = (Instant::now(), process_cpu());
+                        times.settling += settled_at - computed_at;
+                        times.settling_cpu += settled_cpu - computed_cpu;
                         let other = other.join();
-                        times.waiting_for_io += started.elapsed();
+                        times.waiting_for_io += settled_at.elapsed();
+                        times.waiting_cpu += process_cpu() - settled_cpu;
                         (reports, computed, other)
                     });
-                    let (loaded_next, busy) = other.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+                    let (loaded_next, (busy, busy_cpu)) =
+                        other.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
                     times.storing_and_reading += busy;
+                    times.storing_and_reading_cpu += busy_cpu;
                     if let Some((maps, at)) = loaded_next {
                         if let (Some(at), Some((j, part))) = (at, ahead) {
                             // Whole once its last part is read.
