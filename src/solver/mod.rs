@@ -307,7 +307,8 @@ pub struct StepTimes {
 fn cpu_time(clock: libc::clockid_t) -> Duration {
     let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `now` is a valid timespec for the call to fill; both clocks
-    // exist on every Linux this runs on, and on failure `now` stays zero.
+    // exist on every Linux this runs on, and on failure `now` stays zero
+    // (callers subtract saturating, so a failed reading gives no time).
     unsafe { libc::clock_gettime(clock, &mut now) };
     Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
@@ -1846,7 +1847,7 @@ fn step(
                             let loaded = (k + 1 < jobs.len())
                                 .then(|| load(own_other, new_slice, k + 1, disk, &mut other_io))
                                 .transpose();
-                            let cpu = cpu_time(libc::CLOCK_THREAD_CPUTIME_ID) - cpu;
+                            let cpu = cpu_time(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(cpu);
                             Ok::<_, SolveError>((loaded?, (started.elapsed(), cpu)))
                         });
                         let landing = Some((&target.index, region));
@@ -1856,14 +1857,14 @@ fn step(
                         let (reports, early) = run_step(&input, &this_ref.index, &units, own, landing, &due, mode);
                         let (computed_at, computed_cpu) = (Instant::now(), process_cpu());
                         times.computing += computed_at - started;
-                        times.computing_cpu += computed_cpu - cpu;
+                        times.computing_cpu += computed_cpu.saturating_sub(cpu);
                         let computed = settle_job(own_now, &jobs[k].1, (pm, vm), (&units, &reports, &early));
                         let (settled_at, settled_cpu) = (Instant::now(), process_cpu());
                         times.settling += settled_at - computed_at;
-                        times.settling_cpu += settled_cpu - computed_cpu;
+                        times.settling_cpu += settled_cpu.saturating_sub(computed_cpu);
                         let other = other.join();
                         times.waiting_for_io += settled_at.elapsed();
-                        times.waiting_cpu += process_cpu() - settled_cpu;
+                        times.waiting_cpu += process_cpu().saturating_sub(settled_cpu);
                         (reports, computed, other)
                     });
                     let (loaded_next, (busy, busy_cpu)) =
