@@ -2212,54 +2212,58 @@ fn finish(
             work.solved = None;
             let dir = files.dir().to_path_buf();
             let mut packer = PackedWriter::create(&dir, work.index.material, &work.values)?;
+            // No values exist yet: every byte comes from the planes, then
+            // the log. A sparse group's planes are its dense segments with
+            // its records over them.
+            let load = (&[Lane::Won, Lane::Lost, Lane::SparseWon, Lane::SparseRest][..], ValueSegments::Untouched);
+            let stages = window.owns.len();
+            let Window { owns, slices, io } = &mut *window;
+            let mut loaded = match batches.first() {
+                Some(batch) => Some(owns[0].load(disk, work, batch, load, io)?),
+                None => None,
+            };
             for (k, batch) in batches.iter().enumerate() {
-                // No values exist yet: every byte comes from the
-                // planes, then the log. A sparse group's planes are
-                // its dense segments with its records over them.
-                let lanes = [Lane::Won, Lane::Lost, Lane::SparseWon, Lane::SparseRest];
-                let (pm, vm) = window.load(disk, work, batch, (&lanes, ValueSegments::Untouched))?;
-                let width = work.width;
-                run_finish(batch, window.owns[0].own(&pm, &vm), |_, won, lost, values| {
-                    kernel::settle(won, lost, width, values)
+                let maps = loaded.take().expect("every batch is loaded before it is finished");
+                let w = k % stages;
+                // With two windows, the next batch is read into the other
+                // while this one is finished; its value buffer is lent to
+                // the packer meanwhile (loading leaves values alone).
+                let (own, mut other) = match owns.as_mut_slice() {
+                    [only] => (only, None),
+                    pair => {
+                        let (now, other) = pair_mut(pair, w);
+                        (now, Some(other))
+                    }
+                };
+                let mut lent = other.as_deref_mut().map(OwnBuffers::lend_values).transpose()?;
+                let mut other_io = IoTotals::default();
+                let next = batches.get(k + 1);
+                let finished = std::thread::scope(|scope| {
+                    let loading = (other.as_deref_mut().zip(next))
+                        .map(|(other, next)| scope.spawn(|| other.load(disk, work, next, load, &mut other_io)));
+                    let scratch: Vec<&mut [u8]> = (lent.iter_mut().map(|v| v.bytes_mut()))
+                        .chain(slices.iter_mut().map(|s| s.bytes_mut()))
+                        .collect();
+                    let finished = finish_batch(work, batch, (&rank, own, maps), scratch, &mut packer);
+                    let loaded = loading.map(|l| l.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+                    (finished, loaded.transpose())
                 });
-                let last = batch.iter().map(|&g| rank[g]).max().expect("a batch has groups");
-                let values = carve_mut(window.owns[0].values_mut(), batch.iter().map(|&g| vm.elements(g)));
-                let mut targets: Vec<(usize, &mut [u8])> = batch.iter().copied().zip(values).collect();
-                work.files().log().apply(
-                    &mut targets,
-                    |g| rank[g] > last,
-                    |values, depth, layout, states| {
-                        let value = if depth % 2 == 1 { Value::Win(depth) } else { Value::Loss(depth) };
-                        let layout_bytes = CARD_STATES * width.bytes();
-                        let n = layout * layout_bytes;
-                        // A chunk's entries come in layout order, with
-                        // gaps: ask for the bytes a little ahead, which the
-                        // blend below loads (its load had been half the
-                        // samples of applying the log; 4096 bytes ahead
-                        // gained no more; docs/BENCHMARKS.md, session 68).
-                        if let Some(ahead) = values.get(n + LOG_APPLY_AHEAD_BYTES..) {
-                            crate::cache_hint::prefetch(ahead);
-                        }
-                        let Some(layout_values) = values.get_mut(n..n + layout_bytes) else { return false };
-                        kernel::set_codes_blended(width, layout_values, states, width.encode(value));
-                        true
-                    },
-                )?;
-                // The other window's values and the slice buffers are
-                // free while finishing: the frames are packed there.
-                let Window { owns, slices, .. } = &mut *window;
-                let (own, spare) = owns.split_first_mut().expect("a window");
-                let scratch: Vec<&mut [u8]> = (spare.iter_mut().map(|o| o.values_mut()))
-                    .chain(slices.iter_mut().map(|s| s.bytes_mut()))
-                    .collect();
-                let groups: Vec<(usize, &[u8])> = batch.iter().map(|&g| (g, &own.values()[vm.elements(g)])).collect();
-                let before = packer.frame_bytes();
-                packer.put_batch(&groups, scratch)?;
+                if let (Some(other), Some(lent)) = (other, lent) {
+                    other.return_values(lent);
+                }
+                let (frame_bytes, loaded_next) = (finished.0?, finished.1?);
+                io.bytes_read += other_io.bytes_read;
+                io.bytes_written += other_io.bytes_written;
                 // Counted as the batch's frames are written, so finishing's
                 // progress lines show its writing as it goes.
-                window.io.bytes_written += packer.frame_bytes() - before;
-                let (material, io) = (work.index.material, window.io);
-                progress(Progress::Finishing { material, done: k + 1, batches: batches.len(), io });
+                io.bytes_written += frame_bytes;
+                loaded = match (loaded_next, next) {
+                    (Some(maps), _) => Some(maps),
+                    (None, Some(next)) => Some(owns[0].load(disk, work, next, load, io)?),
+                    (None, None) => None,
+                };
+                let material = work.index.material;
+                progress(Progress::Finishing { material, done: k + 1, batches: batches.len(), io: *io });
             }
             let frame_bytes = packer.frame_bytes();
             let packed = packer.finish(&work.values)?;
@@ -2268,6 +2272,47 @@ fn finish(
         }
     }
     Ok(())
+}
+
+/// Finishes one loaded batch of a streamed material in `own`: its value
+/// bytes from its planes (`kernel::settle`), then from the decision log,
+/// packed into `packer`'s frames in the `scratch` buffers. `rank`: each
+/// group's place in the batches' order. Returns the frame bytes written.
+fn finish_batch(
+    work: &Work,
+    batch: &[usize],
+    (rank, own, (pm, vm)): (&[usize], &mut OwnBuffers, (Packed, Packed)),
+    scratch: Vec<&mut [u8]>,
+    packer: &mut PackedWriter,
+) -> Result<u64, SolveError> {
+    let width = work.width;
+    run_finish(batch, own.own(&pm, &vm), |_, won, lost, values| kernel::settle(won, lost, width, values));
+    let last = batch.iter().map(|&g| rank[g]).max().expect("a batch has groups");
+    let values = carve_mut(own.values_mut(), batch.iter().map(|&g| vm.elements(g)));
+    let mut targets: Vec<(usize, &mut [u8])> = batch.iter().copied().zip(values).collect();
+    work.files().log().apply(
+        &mut targets,
+        |g| rank[g] > last,
+        |values, depth, layout, states| {
+            let value = if depth % 2 == 1 { Value::Win(depth) } else { Value::Loss(depth) };
+            let layout_bytes = CARD_STATES * width.bytes();
+            let n = layout * layout_bytes;
+            // A chunk's entries come in layout order, with gaps: ask for
+            // the bytes a little ahead, which the blend below loads (its
+            // load had been half the samples of applying the log; 4096
+            // bytes ahead gained no more; docs/BENCHMARKS.md, session 68).
+            if let Some(ahead) = values.get(n + LOG_APPLY_AHEAD_BYTES..) {
+                crate::cache_hint::prefetch(ahead);
+            }
+            let Some(layout_values) = values.get_mut(n..n + layout_bytes) else { return false };
+            kernel::set_codes_blended(width, layout_values, states, width.encode(value));
+            true
+        },
+    )?;
+    let groups: Vec<(usize, &[u8])> = batch.iter().map(|&g| (g, &own.values()[vm.elements(g)])).collect();
+    let before = packer.frame_bytes();
+    packer.put_batch(&groups, scratch)?;
+    Ok(packer.frame_bytes() - before)
 }
 
 /// Checkpoints of a streamed pair: where they are recorded, how often.

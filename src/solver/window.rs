@@ -154,34 +154,16 @@ impl Window {
         even.unwrap_or(greedy).into_iter().map(|batch| batch.map(|i| groups[i]).collect()).collect()
     }
 
-    /// Brings the segments of `batch` into the first window: reads the
-    /// plane lanes `lanes`, zeroes the others, and loads the values as
-    /// `values` says. With the sparse lanes, a sparse group's records are
-    /// laid over the dense segments read. Returns the plane and value maps.
+    /// Brings the segments of `batch` into the first window
+    /// ([`OwnBuffers::load`]). Returns the plane and value maps.
     pub fn load(
         &mut self,
         disk: &mut DiskIo,
         work: &Work,
         batch: &[usize],
-        (lanes, values): (&[Lane], ValueSegments),
+        what: (&[Lane], ValueSegments),
     ) -> Result<(Packed, Packed), SolveError> {
-        let reads = |lane: Lane, _: usize| if lanes.contains(&lane) { PlaneLoad::Read } else { PlaneLoad::Zeroed };
-        let (pm, vm, mut requests, mut zeros) = self.owns[0].plan_load(work, batch, (&reads, values), &mut self.io);
-        // The workers wait for the load (initialisation and finishing
-        // load in turn): zero on all of them. Whole segments would leave
-        // one worker with the biggest; 1 MiB pieces even it out.
-        zeros
-            .par_iter_mut()
-            .flat_map(|segment| segment.par_chunks_mut(ZEROING_PIECE_BYTES))
-            .for_each(|piece| piece.fill(0));
-        disk.read_many(&mut requests)?;
-        drop(requests);
-        self.owns[0].expand_compacted(work, &pm);
-        if lanes.contains(&Lane::SparseWon) {
-            debug_assert!(lanes.contains(&Lane::SparseRest), "records are read whole");
-            self.owns[0].unpack_sparse(work, &pm, |_| Base::Dense)?;
-        }
-        Ok((pm, vm))
+        self.owns[0].load(disk, work, batch, what, &mut self.io)
     }
 
     /// Writes `lanes` of the first window's segments of the groups for which
@@ -199,6 +181,50 @@ impl Window {
 }
 
 impl OwnBuffers {
+    /// Brings the segments of `batch` into this window: reads the plane
+    /// lanes `lanes`, zeroes the others, and loads the values as `values`
+    /// says. With the sparse lanes, a sparse group's records are laid over
+    /// the dense segments read. Returns the plane and value maps.
+    pub fn load(
+        &mut self,
+        disk: &mut DiskIo,
+        work: &Work,
+        batch: &[usize],
+        (lanes, values): (&[Lane], ValueSegments),
+        io: &mut IoTotals,
+    ) -> Result<(Packed, Packed), SolveError> {
+        let reads = |lane: Lane, _: usize| if lanes.contains(&lane) { PlaneLoad::Read } else { PlaneLoad::Zeroed };
+        let (pm, vm, mut requests, mut zeros) = self.plan_load(work, batch, (&reads, values), io);
+        // The workers wait for the load (initialisation loads in turn):
+        // zero on all of them. Whole segments would leave one worker with
+        // the biggest; 1 MiB pieces even it out.
+        zeros
+            .par_iter_mut()
+            .flat_map(|segment| segment.par_chunks_mut(ZEROING_PIECE_BYTES))
+            .for_each(|piece| piece.fill(0));
+        disk.read_many(&mut requests)?;
+        drop(requests);
+        self.expand_compacted(work, &pm);
+        if lanes.contains(&Lane::SparseWon) {
+            debug_assert!(lanes.contains(&Lane::SparseRest), "records are read whole");
+            self.unpack_sparse(work, &pm, |_| Base::Dense)?;
+        }
+        Ok((pm, vm))
+    }
+
+    /// Lends this window's value buffer out (finishing packs frames in
+    /// it while the window's planes load the next batch), leaving an
+    /// empty one: until [`OwnBuffers::return_values`], the window loads
+    /// only with [`ValueSegments::Untouched`], which leaves values alone.
+    pub fn lend_values(&mut self) -> Result<AlignedBuf, SolveError> {
+        Ok(std::mem::replace(&mut self.values, AlignedBuf::zeroed(0)?))
+    }
+
+    /// Takes back the value buffer [`OwnBuffers::lend_values`] lent.
+    pub fn return_values(&mut self, values: AlignedBuf) {
+        self.values = values;
+    }
+
     /// Packs `batch` into this window: returns the plane and value maps,
     /// the reads that fill the groups' plane segments that `reads(lane, g)`
     /// asks for (and the values, as `values` says), and the segments to
@@ -241,15 +267,20 @@ impl OwnBuffers {
             let sparse_lane = if lane == Lane::Fresh { Lane::SparseRest } else { Lane::SparseWon };
             (listed > 0 && reads(sparse_lane, g) == PlaneLoad::Read).then_some((sparse_lane, bytes))
         };
-        let buffers = self.planes.iter_mut().zip(WINDOW_LANES).chain([(&mut self.values, Lane::Values)]);
+        // Untouched values are not carved: a window may have lent its
+        // value buffer out (`lend_values`).
+        let value_buffer = match values {
+            ValueSegments::Zeroed => Some((&mut self.values, Lane::Values)),
+            ValueSegments::Untouched => None,
+        };
+        let buffers = self.planes.iter_mut().zip(WINDOW_LANES).chain(value_buffer);
         for (buffer, lane) in buffers.chain([(&mut self.due, Lane::SparseWon)]) {
             let (ranges, layout) =
                 if lane == Lane::Values { (&value_bytes, &work.values) } else { (&plane_bytes, &work.planes) };
             let segments = carve_mut(buffer.bytes_mut(), ranges.iter().cloned());
             for (&g, into) in batch.iter().zip(segments) {
                 let read = match (lane, values) {
-                    (Lane::Values, ValueSegments::Zeroed) => Some(false),
-                    (Lane::Values, ValueSegments::Untouched) => None,
+                    (Lane::Values, _) => Some(false),
                     (Lane::Fresh | Lane::SparseWon, _) => match sparse_read(lane, g) {
                         Some((sparse_lane, bytes)) => {
                             let (records, rest) = into.split_at_mut(bytes);
