@@ -2222,6 +2222,9 @@ fn finish(
                 Some(batch) => Some(owns[0].load(disk, work, batch, load, io)?),
                 None => None,
             };
+            // The other window's value buffer while it is lent to the
+            // packer (an empty one in between).
+            let mut lent = AlignedBuf::zeroed(0)?;
             for (k, batch) in batches.iter().enumerate() {
                 let maps = loaded.take().expect("every batch is loaded before it is finished");
                 let w = k % stages;
@@ -2235,21 +2238,24 @@ fn finish(
                         (now, Some(other))
                     }
                 };
-                let mut lent = other.as_deref_mut().map(OwnBuffers::lend_values).transpose()?;
+                let two = other.is_some();
+                if let Some(other) = other.as_deref_mut() {
+                    other.swap_values(&mut lent);
+                }
                 let mut other_io = IoTotals::default();
                 let next = batches.get(k + 1);
                 let finished = std::thread::scope(|scope| {
                     let loading = (other.as_deref_mut().zip(next))
                         .map(|(other, next)| scope.spawn(|| other.load(disk, work, next, load, &mut other_io)));
-                    let scratch: Vec<&mut [u8]> = (lent.iter_mut().map(|v| v.bytes_mut()))
+                    let scratch: Vec<&mut [u8]> = (two.then(|| lent.bytes_mut()).into_iter())
                         .chain(slices.iter_mut().map(|s| s.bytes_mut()))
                         .collect();
                     let finished = finish_batch(work, batch, (&rank, own, maps), scratch, &mut packer);
                     let loaded = loading.map(|l| l.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
                     (finished, loaded.transpose())
                 });
-                if let (Some(other), Some(lent)) = (other, lent) {
-                    other.return_values(lent);
+                if let Some(other) = other {
+                    other.swap_values(&mut lent);
                 }
                 let (frame_bytes, loaded_next) = (finished.0?, finished.1?);
                 io.bytes_read += other_io.bytes_read;

@@ -212,17 +212,12 @@ impl OwnBuffers {
         Ok((pm, vm))
     }
 
-    /// Lends this window's value buffer out (finishing packs frames in
-    /// it while the window's planes load the next batch), leaving an
-    /// empty one: until [`OwnBuffers::return_values`], the window loads
-    /// only with [`ValueSegments::Untouched`], which leaves values alone.
-    pub fn lend_values(&mut self) -> Result<AlignedBuf, SolveError> {
-        Ok(std::mem::replace(&mut self.values, AlignedBuf::zeroed(0)?))
-    }
-
-    /// Takes back the value buffer [`OwnBuffers::lend_values`] lent.
-    pub fn return_values(&mut self, values: AlignedBuf) {
-        self.values = values;
+    /// Swaps this window's value buffer with `values`. Finishing lends the
+    /// buffer to the packer while the window's planes load the next batch,
+    /// leaving an empty one in its place (loads that leave values untouched
+    /// never carve them), and swaps it back after.
+    pub fn swap_values(&mut self, values: &mut AlignedBuf) {
+        std::mem::swap(&mut self.values, values);
     }
 
     /// Packs `batch` into this window: returns the plane and value maps,
@@ -268,7 +263,7 @@ impl OwnBuffers {
             (listed > 0 && reads(sparse_lane, g) == PlaneLoad::Read).then_some((sparse_lane, bytes))
         };
         // Untouched values are not carved: a window may have lent its
-        // value buffer out (`lend_values`).
+        // value buffer out (`swap_values`).
         let value_buffer = match values {
             ValueSegments::Zeroed => Some((&mut self.values, Lane::Values)),
             ValueSegments::Untouched => None,
