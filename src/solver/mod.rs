@@ -1232,8 +1232,8 @@ fn step_values<'v>(
 }
 
 /// Runs `finish(g, won, lost, values)` (`kernel::finish`: undecided
-/// states become draws; or `kernel::settle`) on each group's planes and
-/// value bytes, groups in parallel.
+/// states become draws) on each resident group's planes and value bytes,
+/// groups in parallel.
 fn run_finish(groups: &[usize], own: Own, finish: impl Fn(usize, &[u32], &[u32], &mut [u8]) + Sync) {
     let values = carve_mut(own.values, groups.iter().map(|&g| own.value_map.elements(g)));
     let (won, lost) = (&*own.won, &*own.lost);
@@ -2280,6 +2280,35 @@ fn finish(
     Ok(())
 }
 
+/// Layouts of a piece of a streamed batch's finishing: groups larger than
+/// this are settled and packed in pieces of this many layouts, each its
+/// own zstd frame, in parallel. As whole-group tasks, a batch's largest
+/// group kept one worker busy after the other ran out of groups: at 8 men
+/// 4v4's largest group held a median 27% of its batch's layouts, and all
+/// of some, and its finishing ran at 1.44 cores (docs/BENCHMARKS.md,
+/// sessions 70 and 71). 2^17 one-byte layouts are 3.75 MiB of values, a
+/// frame that packs about as well as a whole group.
+#[cfg(not(test))]
+const FINISH_PIECE_LAYOUTS: usize = 1 << 17;
+/// Unit tests cut groups into pieces of a few placements, so that a small
+/// table's groups have several.
+#[cfg(test)]
+const FINISH_PIECE_LAYOUTS: usize = 64;
+
+/// The pieces of `batch` that finishing settles and packs as tasks, in
+/// batch order: (group, its layouts `range` of at most
+/// [`FINISH_PIECE_LAYOUTS`]), every group at least one, together all of it.
+fn finish_pieces(work: &Work, batch: &[usize]) -> Vec<(usize, Range<usize>)> {
+    let mut pieces = Vec::with_capacity(batch.len());
+    for &g in batch {
+        let layouts = work.index.groups()[g].layouts as usize;
+        pieces.push((g, 0..layouts.min(FINISH_PIECE_LAYOUTS)));
+        let more = (FINISH_PIECE_LAYOUTS..layouts).step_by(FINISH_PIECE_LAYOUTS);
+        pieces.extend(more.map(|start| (g, start..layouts.min(start + FINISH_PIECE_LAYOUTS))));
+    }
+    pieces
+}
+
 /// Finishes one loaded batch of a streamed material in `own`: its value
 /// bytes from its planes (`kernel::settle`), then from the decision log,
 /// packed into `packer`'s frames in the `scratch` buffers. `rank`: each
@@ -2292,7 +2321,24 @@ fn finish_batch(
     packer: &mut PackedWriter,
 ) -> Result<u64, SolveError> {
     let width = work.width;
-    run_finish(batch, own.own(&pm, &vm), |_, won, lost, values| kernel::settle(won, lost, width, values));
+    let layout_bytes = CARD_STATES * width.bytes();
+    let pieces = finish_pieces(work, batch);
+    // A piece's value bytes, as a range of the window's value buffer.
+    let piece_bytes = |(g, layouts): &(usize, Range<usize>)| {
+        let group = vm.elements(*g);
+        debug_assert_eq!(group.len(), work.index.groups()[*g].layouts as usize * layout_bytes);
+        group.start + layouts.start * layout_bytes..group.start + layouts.end * layout_bytes
+    };
+    {
+        let Own { won, lost, values, .. } = own.own(&pm, &vm);
+        let (won, lost) = (&*won, &*lost);
+        let values = carve_mut(values, pieces.iter().map(piece_bytes));
+        pieces.par_iter().zip(values).for_each(|((g, layouts), values)| {
+            let planes = pm.elements(*g);
+            let r = planes.start + layouts.start..planes.start + layouts.end;
+            kernel::settle(&won[r.clone()], &lost[r], width, values);
+        });
+    }
     let last = batch.iter().map(|&g| rank[g]).max().expect("a batch has groups");
     let values = carve_mut(own.values_mut(), batch.iter().map(|&g| vm.elements(g)));
     let mut targets: Vec<(usize, &mut [u8])> = batch.iter().copied().zip(values).collect();
@@ -2301,7 +2347,6 @@ fn finish_batch(
         |g| rank[g] > last,
         |values, depth, layout, states| {
             let value = if depth % 2 == 1 { Value::Win(depth) } else { Value::Loss(depth) };
-            let layout_bytes = CARD_STATES * width.bytes();
             let n = layout * layout_bytes;
             // A chunk's entries come in layout order, with gaps: ask for
             // the bytes a little ahead, which the blend below loads (its
@@ -2315,9 +2360,10 @@ fn finish_batch(
             true
         },
     )?;
-    let groups: Vec<(usize, &[u8])> = batch.iter().map(|&g| (g, &own.values()[vm.elements(g)])).collect();
+    let values = own.values();
+    let pieces: Vec<(usize, &[u8])> = pieces.iter().map(|piece| (piece.0, &values[piece_bytes(piece)])).collect();
     let before = packer.frame_bytes();
-    packer.put_batch(&groups, scratch)?;
+    packer.put_batch(&pieces, scratch)?;
     Ok(packer.frame_bytes() - before)
 }
 

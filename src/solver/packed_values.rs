@@ -1,12 +1,13 @@
 //! A finished material's values in the work directory, packed:
-//! `<material>.packed`, one zstd frame per index group.
+//! `<material>.packed`, one or more zstd frames per index group.
 //!
 //! Owns that file's byte layout and its writing and reading; knows nothing
 //! of moves, steps or shards (the published table is `format`'s business).
-//! Layout: the groups' frames (level 1, each with zstd's content checksum,
-//! holding the group's value bytes without padding), in the order they
-//! were put, then the frame table (per group in group order, `offset: u64,
-//! bytes: u64`), then a trailer `groups: u64, crc32 of the table: u32,
+//! Layout: each group's frames (level 1, each with zstd's content checksum,
+//! together holding the group's value bytes without padding, one after
+//! another), groups in the order they were put, then the frame table (per
+//! group in group order, `offset: u64, bytes: u64` of its frames), then a
+//! trailer `groups: u64, crc32 of the table: u32,
 //! bytes per layout: u32` (30 value bytes, or 60 for value words), `magic`,
 //! all little-endian.
 //!
@@ -16,7 +17,10 @@
 //! bytes pack about 4 to 5 times at level 1. Frames per group let finishing
 //! put groups in the order the steps visit them, and let captured values be
 //! unpacked a group at a time, in parallel, or streamed through a buffer of
-//! any size (the shard writer beside the solve, a block at a time).
+//! any size (the shard writer beside the solve, a block at a time). A
+//! group in several frames (finishing's pieces, `put_batch`) is packed on
+//! several workers; zstd's decoder reads frames one after another, so
+//! readers do not see where one ends.
 //!
 //! The file is written as `<material>.packed.partial` (with O_DIRECT,
 //! through `disk::Appender`), synced and renamed into place, so a
@@ -84,14 +88,7 @@ impl PackedWriter {
 
     /// Packs group `g`'s value bytes (its unpadded segment) as one frame.
     pub fn put(&mut self, g: usize, values: &[u8]) -> Result<(), DiskError> {
-        self.put_with(g, values.len(), |out| {
-            let mut encoder = zstd::stream::write::Encoder::new(out, LEVEL)?;
-            encoder.include_checksum(true)?;
-            encoder.set_pledged_src_size(Some(values.len() as u64))?;
-            encoder.write_all(values)?;
-            encoder.finish()?;
-            Ok(())
-        })
+        self.put_with(g, values.len(), |out| write_frame(out, values))
     }
 
     /// Bytes of frames written so far (appended to the partial file, some
@@ -116,18 +113,20 @@ impl PackedWriter {
         Ok(())
     }
 
-    /// Packs a batch of groups, `(g, value bytes)`, as [`PackedWriter::put`]
-    /// does, but on the workers: each group is packed into its own region
-    /// of the `scratch` buffers (as long as its values, taken in turn while
-    /// they have room), then the frames are written in batch order. A group
-    /// without a region, or whose frame does not fit it (values that do not
-    /// pack), is packed by `put`. (Packed a group at a time on one thread, this was
-    /// half of finishing 8-men 3v4.)
-    pub fn put_batch(&mut self, groups: &[(usize, &[u8])], scratch: Vec<&mut [u8]>) -> Result<(), DiskError> {
+    /// Packs a batch of groups as [`PackedWriter::put`] does, but on the
+    /// workers and in pieces: `pieces` are `(g, value bytes)`, a group's
+    /// pieces one after another and in order, together its whole segment.
+    /// Each piece is packed as a frame into its own region of the `scratch`
+    /// buffers (as long as its values, taken in turn while they have room),
+    /// then the frames are written in batch order, a group's one after
+    /// another. A piece without a region, or whose frame does not fit it
+    /// (values that do not pack), is packed on this thread. (Packed a
+    /// group at a time on one thread, this was half of finishing 8-men 3v4.)
+    pub fn put_batch(&mut self, pieces: &[(usize, &[u8])], scratch: Vec<&mut [u8]>) -> Result<(), DiskError> {
         let mut rooms = scratch.into_iter();
         let mut room = rooms.next().unwrap_or_default();
-        let mut regions: Vec<Option<&mut [u8]>> = Vec::with_capacity(groups.len());
-        for (_, values) in groups {
+        let mut regions: Vec<Option<&mut [u8]>> = Vec::with_capacity(pieces.len());
+        for (_, values) in pieces {
             while values.len() > room.len() {
                 let Some(next) = rooms.next() else { break };
                 room = next;
@@ -140,7 +139,7 @@ impl PackedWriter {
                 regions.push(None);
             }
         }
-        let packed: Vec<Option<usize>> = (groups.par_iter().zip(&mut regions))
+        let packed: Vec<Option<usize>> = (pieces.par_iter().zip(&mut regions))
             .map_init(
                 || {
                     let mut packer = zstd::bulk::Compressor::new(LEVEL).ok()?;
@@ -148,16 +147,27 @@ impl PackedWriter {
                     Some(packer)
                 },
                 |packer, ((_, values), region)| {
-                    // A frame that does not fit is packed again by `put`.
+                    // A frame that does not fit is packed again below.
                     packer.as_mut()?.compress_to_buffer(values, region.as_deref_mut()?).ok()
                 },
             )
             .collect();
-        for (((g, values), region), len) in groups.iter().zip(&regions).zip(packed) {
-            match (region, len) {
-                (Some(region), Some(len)) => self.put_with(*g, values.len(), |out| out.write_all(&region[..len]))?,
-                _ => self.put(*g, values)?,
-            }
+        let mut at = 0;
+        while let Some(&(g, _)) = pieces.get(at) {
+            let end = at + pieces[at..].iter().take_while(|piece| piece.0 == g).count();
+            let len = pieces[at..end].iter().map(|(_, values)| values.len()).sum();
+            self.put_with(g, len, |out| {
+                for ((_, values), (region, len)) in
+                    pieces[at..end].iter().zip(regions[at..end].iter().zip(&packed[at..end]))
+                {
+                    match (region, len) {
+                        (Some(region), Some(len)) => out.write_all(&region[..*len])?,
+                        _ => write_frame(out, values)?,
+                    }
+                }
+                Ok(())
+            })?;
+            at = end;
         }
         Ok(())
     }
@@ -188,6 +198,17 @@ impl PackedWriter {
         File::open(&self.dir).and_then(|d| d.sync_all()).map_err(|e| io_error("sync", &self.dir, e))?;
         PackedValues::open(&path, layout)
     }
+}
+
+/// Writes `values` to `out` as one frame (level [`LEVEL`], with its
+/// content checksum), streamed through zstd's encoder.
+fn write_frame(out: &mut Appender, values: &[u8]) -> io::Result<()> {
+    let mut encoder = zstd::stream::write::Encoder::new(out, LEVEL)?;
+    encoder.include_checksum(true)?;
+    encoder.set_pledged_src_size(Some(values.len() as u64))?;
+    encoder.write_all(values)?;
+    encoder.finish()?;
+    Ok(())
 }
 
 /// The fields of a packed file's trailer (see the module header).
@@ -311,16 +332,16 @@ impl PackedValues {
         self.end_frame(decoder).map_err(disk)
     }
 
-    /// A decoder of group `g`'s frame.
+    /// A decoder of group `g`'s frames (one after another: zstd's decoder
+    /// goes on into the next frame where one ends).
     fn decoder(&self, g: usize) -> Result<FrameDecoder<'_>, DiskError> {
         let (offset, bytes) = self.frames[g];
         let source = At { file: &self.file, at: offset, end: offset + bytes };
-        Ok(zstd::stream::read::Decoder::with_buffer(io::BufReader::with_capacity(BUFFER_BYTES, source))
-            .map_err(|e| io_error("unpack", &self.path, e))?
-            .single_frame())
+        zstd::stream::read::Decoder::with_buffer(io::BufReader::with_capacity(BUFFER_BYTES, source))
+            .map_err(|e| io_error("unpack", &self.path, e))
     }
 
-    /// Reads the next `into.len()` bytes of a group's frame.
+    /// Reads the next `into.len()` bytes of a group's frames.
     fn read_frame(&self, decoder: &mut FrameDecoder<'_>, into: &mut [u8]) -> Result<(), DiskError> {
         match decoder.read_exact(into) {
             Ok(()) => Ok(()),
@@ -331,8 +352,9 @@ impl PackedValues {
         }
     }
 
-    /// Reads on to the frame's end, once its group's bytes are read: checks
-    /// its content checksum and that it holds no more than the group.
+    /// Reads on to the group's last frame's end, once its bytes are read:
+    /// checks that frame's content checksum and that the frames hold no
+    /// more than the group.
     fn end_frame(&self, mut decoder: FrameDecoder<'_>) -> Result<(), DiskError> {
         let mut more = [0u8; 1];
         match decoder.read(&mut more) {
@@ -346,7 +368,7 @@ impl PackedValues {
     }
 }
 
-/// A zstd decoder of one group's frame, read with positioned reads.
+/// A zstd decoder of one group's frames, read with positioned reads.
 type FrameDecoder<'a> = zstd::stream::read::Decoder<'static, io::BufReader<At<'a>>>;
 
 /// Reads `file` from `at` up to `end` with positioned reads.
@@ -472,9 +494,11 @@ mod tests {
     }
 
     /// Batches packed on the workers read back as the groups put one by
-    /// one: with scratch in two buffers that hold only some of the groups
-    /// (the rest are put), and with a group that does not pack (its frame
-    /// does not fit its region, so it is put too).
+    /// one, whole or through a small buffer: with groups in one to three
+    /// pieces (frames), scratch in two buffers that hold only some of the
+    /// pieces (the rest are packed on the calling thread), and a group that
+    /// does not pack (its frames do not fit their regions). A damaged frame
+    /// after a group's first is refused too.
     #[test]
     fn batches_read_back_whatever_the_scratch() {
         let dir = tempfile::tempdir().unwrap();
@@ -499,15 +523,36 @@ mod tests {
         let mut writer = PackedWriter::create(dir.path(), material, &layout).unwrap();
         let (mut first, mut second) = (vec![0u8; largest + 10], vec![0u8; 3 * largest]);
         let groups: Vec<usize> = (0..layout.groups()).collect();
+        let pieces_of = |g: usize| {
+            let (v, k) = (&values[g][..], 1 + g % 3);
+            (0..k).map(move |i| (g, &v[v.len() * i / k..v.len() * (i + 1) / k]))
+        };
         for batch in groups.chunks(6) {
-            let batch: Vec<(usize, &[u8])> = batch.iter().map(|&g| (g, &values[g][..])).collect();
+            let batch: Vec<(usize, &[u8])> = batch.iter().flat_map(|&g| pieces_of(g)).collect();
             writer.put_batch(&batch, vec![&mut first[..], &mut second[..]]).unwrap();
         }
         let packed = writer.finish(&layout).unwrap();
+        let (mut piece, mut filled, mut through) = (vec![0; 7], 0, Vec::new());
         for (g, wanted) in values.iter().enumerate() {
             let mut back = vec![0xee; wanted.len()];
             packed.read_group(g, &mut back).unwrap();
             assert_eq!(&back, wanted, "group {g}");
+            let full = |p: &[u8]| -> Result<(), DiskError> {
+                through.extend_from_slice(p);
+                Ok(())
+            };
+            packed.read_group_pieces(g, (&mut piece, &mut filled), full, |e| e).unwrap();
         }
+        through.extend_from_slice(&piece[..filled]);
+        assert_eq!(through, values.concat(), "read through a 7-byte buffer");
+        // Group 5 is three frames: damage the last.
+        let path = packed_path(dir.path(), material);
+        let (offset, bytes) = packed.frames[5];
+        let mut raw = std::fs::read(&path).unwrap();
+        raw[(offset + bytes - 6) as usize] ^= 0x10;
+        std::fs::write(&path, &raw).unwrap();
+        let packed = PackedValues::open(&path, &layout).unwrap();
+        let mut back = vec![0; values[5].len()];
+        assert!(matches!(packed.read_group(5, &mut back), Err(DiskError::Damaged { .. })));
     }
 }
