@@ -434,17 +434,17 @@ impl CaptureSchedule {
         let (mut at, mut seen) = (0, 0);
         while at < len {
             let header = bytes.get(at..at + FRAME_HEADER_BYTES).ok_or(damaged("a frame runs past its chunk"))?;
-            let (entries, compressed) =
+            let header =
                 entries::frame_header(header.try_into().expect("a frame header")).map_err(|e| damaged(e.what()))?;
             let start = at + FRAME_HEADER_BYTES;
-            let packed = bytes.get(start..start + compressed).ok_or(damaged("a frame runs past its chunk"))?;
-            let unpacked = unpacker.unpack(packed, entries).map_err(|e| damaged(e.what()))?;
+            let packed = bytes.get(start..start + header.compressed).ok_or(damaged("a frame runs past its chunk"))?;
+            let unpacked = unpacker.unpack(&header, packed).map_err(|e| damaged(e.what()))?;
             for bytes in unpacked.chunks_exact(ENTRY_BYTES) {
                 let (n, states) = entry(bytes);
                 visit(n, states);
             }
-            seen += entries;
-            at = start + compressed;
+            seen += header.entries;
+            at = start + header.compressed;
         }
         if seen != count {
             return Err(damaged("a chunk holds another number of entries than its index says"));

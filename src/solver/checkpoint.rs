@@ -33,8 +33,10 @@ pub const LOCK_FILE: &str = "lock";
 /// placements, `compact.rs`; 13: the decision log's frames store entries
 /// compact, `entries.rs`; 14: and the capture schedule's; 15: value
 /// words: packed values say their width (`packed_values.rs`), a pair's
-/// record says whether it is in words and its groups' events past 255.)
-const CHECKPOINT_VERSION: u32 = 15;
+/// record says whether it is in words and its groups' events past 255;
+/// 16: the frames of logs and schedules give their first layout,
+/// `entries.rs`.)
+const CHECKPOINT_VERSION: u32 = 16;
 
 #[derive(Debug, Error)]
 pub enum CheckpointError {

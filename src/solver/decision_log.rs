@@ -24,7 +24,7 @@
 //! 4.8 GB a copy, and sat at almost two copies between checkpoints.
 
 use super::disk::{Appender, DiskError, io_error};
-use super::entries::{self, ENTRY_BYTES, FRAME_HEADER_BYTES, Unpacker, entry};
+use super::entries::{self, ENTRY_BYTES, FRAME_HEADER_BYTES, FrameHeader, Unpacker, entry};
 use super::flags::PlacementFlags;
 use super::lanes::LaneLayout;
 use crate::rules::ALL_CARD_STATES;
@@ -221,20 +221,27 @@ impl DecisionLog {
         Ok(LogMark { bytes: self.len(), segments: self.segments.clone() })
     }
 
-    /// Applies the log to a batch of groups: `targets` pairs each group of
-    /// the batch with what its entries go to, and `visit(target, depth,
-    /// layout, states)` is called for every entry of that group, step by
-    /// step; it returns false for an entry that does not fit the target (a
-    /// layout outside the group), which is refused as damage. Groups are
-    /// applied in parallel (an entry of one group touches only its own
-    /// target): on one thread, unpacking the log and writing the values
-    /// was the larger part of finishing at 8 men. Batches must come in the
-    /// order the steps visited groups (`is_later(g)`: does group g come
-    /// after every group of the batch in that order?); each segment is read
-    /// from where the last batch left it.
+    /// Applies the log to a batch of groups, in pieces: `targets` holds
+    /// each piece of the batch's groups as `(group, first layout, what its
+    /// entries go to)`, a group's pieces one after another in ascending
+    /// first layouts, the first at 0; a piece takes its group's layouts up
+    /// to the next piece's first, the group's last piece all the rest.
+    /// `visit(target, depth, layout, states)` is called for every entry of
+    /// a piece, step by step, `layout` counted from the piece's first; it
+    /// returns false for an entry that does not fit the target (a layout
+    /// outside the group), which is refused as damage. Pieces are applied
+    /// in parallel (an entry of one piece touches only its own target),
+    /// each unpacking only the frames that hold its layouts (the frame
+    /// headers say where they start): on one thread, unpacking the log and
+    /// writing the values was the larger part of finishing at 8 men, and
+    /// as a task per group a batch's largest group kept one worker busy
+    /// alone. Batches must come in the order the steps visited groups
+    /// (`is_later(g)`: does group g come after every group of the batch in
+    /// that order?); each segment is read from where the last batch left
+    /// it.
     pub fn apply<T: Send>(
         &mut self,
-        targets: &mut [(usize, T)],
+        targets: &mut [(usize, usize, T)],
         is_later: impl Fn(usize) -> bool,
         visit: impl Fn(&mut T, u16, usize, u32) -> bool + Sync,
     ) -> Result<(), DiskError> {
@@ -245,13 +252,26 @@ impl DecisionLog {
         let written = self.len();
         let DecisionLog { file, path, segments, cursors, .. } = self;
         let damaged = |what| DiskError::Damaged { path: path.clone(), what };
-        // Per target, its chunks step by step: (depth, entries, frames).
-        let mut chunks: Vec<Vec<(u16, u32, Range<u64>)>> = vec![Vec::new(); targets.len()];
+        // The batch's groups, and per piece its group's place among them
+        // and the layout its range ends at.
+        let mut groups: Vec<usize> = Vec::new();
+        let mut slots = Vec::with_capacity(targets.len());
+        for (k, &(g, first, _)) in targets.iter().enumerate() {
+            if groups.last() != Some(&g) {
+                assert_eq!(first, 0, "a group's first piece starts at its first layout");
+                groups.push(g);
+            }
+            let next = targets.get(k + 1).filter(|next| next.0 == g);
+            assert!(next.is_none_or(|next| next.1 > first), "a group's pieces in ascending layouts");
+            slots.push((groups.len() - 1, next.map_or(usize::MAX, |next| next.1)));
+        }
+        // Per group, its chunks step by step: (depth, entries, frames).
+        let mut chunks: Vec<Vec<(u16, u32, Range<u64>)>> = vec![Vec::new(); groups.len()];
         for (s, cursor) in cursors.iter_mut().enumerate() {
             let end = segments.get(s + 1).map_or(written, |next| next.1);
             while *cursor < end {
                 let (group, depth, count, bytes) = chunk_header((file, path), *cursor)?;
-                let Some(t) = targets.iter().position(|&(g, _)| g == group) else {
+                let Some(slot) = groups.iter().position(|&g| g == group) else {
                     if is_later(group) {
                         break;
                     }
@@ -263,28 +283,39 @@ impl DecisionLog {
                     return Err(damaged("a chunk runs past its step"));
                 }
                 *cursor = frames.end;
-                chunks[t].push((depth, count, frames));
+                chunks[slot].push((depth, count, frames));
             }
         }
         let log = (&*file, path.as_path());
-        targets.par_iter_mut().zip(&chunks).try_for_each_init(
-            || (Unpacker::new(), Vec::new()),
-            |(unpacker, buffer), ((_, target), chunks)| {
-                for (depth, count, frames) in chunks {
-                    let mut fits = true;
-                    let seen = visit_frames(log, frames.clone(), (unpacker, buffer), |n, states| {
-                        fits &= visit(target, *depth, n, states)
-                    })?;
-                    if !fits {
-                        return Err(damaged("an entry's layout is outside its group"));
+        // Per piece, the entries it took of each of its group's chunks.
+        let seen: Vec<Vec<u64>> = (targets.par_iter_mut().zip(&slots))
+            .map_init(
+                || (Unpacker::new(), Vec::new()),
+                |(unpacker, buffer), ((_, first, target), &(slot, end))| {
+                    let mut seen = Vec::with_capacity(chunks[slot].len());
+                    for (depth, _, frames) in &chunks[slot] {
+                        let mut fits = true;
+                        let layouts = *first..end;
+                        seen.push(visit_frames(log, frames.clone(), layouts, (unpacker, buffer), |n, states| {
+                            fits &= visit(target, *depth, n - *first, states)
+                        })?);
+                        if !fits {
+                            return Err(damaged("an entry's layout is outside its group"));
+                        }
                     }
-                    if seen != *count as u64 {
-                        return Err(damaged("a chunk holds another number of entries than its header says"));
-                    }
+                    Ok(seen)
+                },
+            )
+            .collect::<Result<_, DiskError>>()?;
+        for (slot, chunks) in chunks.iter().enumerate() {
+            for (c, &(_, count, _)) in chunks.iter().enumerate() {
+                let took: u64 = slots.iter().zip(&seen).filter(|((s, _), _)| *s == slot).map(|(_, seen)| seen[c]).sum();
+                if took != u64::from(count) {
+                    return Err(damaged("a chunk holds another number of entries than its header says"));
                 }
-                Ok(())
-            },
-        )
+            }
+        }
+        Ok(())
     }
 }
 
@@ -300,33 +331,53 @@ fn chunk_header(log: (&File, &Path), at: u64) -> Result<(usize, u16, u32, u64), 
     Ok(parse_header(&header))
 }
 
-/// Calls `visit(layout, states)` for every entry of the frames that lie in
-/// `frames` of the log (a chunk's bytes after its header), reading one
-/// frame at a time into `buffer`; returns how many entries there were.
+/// Calls `visit(layout, states)` for every entry in `layouts` of the
+/// frames that lie in `frames` of the log (a chunk's bytes after its
+/// header), reading one frame at a time into `buffer`; returns how many
+/// entries it visited. A chunk's entries come in ascending layouts, so a
+/// frame holds layouts from its header's first up to the next frame's
+/// first: frames wholly outside `layouts` are not read (an unpacked
+/// frame's first entry is checked against its header).
 fn visit_frames(
     log: (&File, &Path),
     frames: Range<u64>,
+    layouts: Range<usize>,
     (unpacker, buffer): (&mut Unpacker, &mut Vec<u8>),
     mut visit: impl FnMut(usize, u32),
 ) -> Result<u64, DiskError> {
     let damaged = |what| DiskError::Damaged { path: log.1.to_path_buf(), what };
-    let (mut at, mut seen) = (frames.start, 0u64);
-    while at < frames.end {
+    let header_at = |at: u64| -> Result<Option<FrameHeader>, DiskError> {
+        if at >= frames.end {
+            return Ok(None);
+        }
         let mut header = [0u8; FRAME_HEADER_BYTES];
         read_at(log, &mut header, at)?;
-        let (entries, compressed) = entries::frame_header(header).map_err(|e| damaged(e.what()))?;
-        let next = at + (FRAME_HEADER_BYTES + compressed) as u64;
+        entries::frame_header(header).map(Some).map_err(|e| damaged(e.what()))
+    };
+    let (mut at, mut seen) = (frames.start, 0u64);
+    let mut header = header_at(at)?;
+    while let Some(this) = header {
+        if this.first_layout as usize >= layouts.end {
+            break;
+        }
+        let next = at + (FRAME_HEADER_BYTES + this.compressed) as u64;
         if next > frames.end {
             return Err(damaged("a frame runs past its chunk"));
         }
-        buffer.resize(compressed, 0);
-        read_at(log, buffer, at + FRAME_HEADER_BYTES as u64)?;
-        for bytes in unpacker.unpack(buffer, entries).map_err(|e| damaged(e.what()))?.chunks_exact(ENTRY_BYTES) {
-            let (n, states) = entry(bytes);
-            visit(n, states);
-        }
-        seen += entries as u64;
+        header = header_at(next)?;
         at = next;
+        if header.is_some_and(|following| following.first_layout as usize <= layouts.start) {
+            continue;
+        }
+        buffer.resize(this.compressed, 0);
+        read_at(log, buffer, next - this.compressed as u64)?;
+        for bytes in unpacker.unpack(&this, buffer).map_err(|e| damaged(e.what()))?.chunks_exact(ENTRY_BYTES) {
+            let (n, states) = entry(bytes);
+            if layouts.contains(&n) {
+                visit(n, states);
+                seen += 1;
+            }
+        }
     }
     Ok(seen)
 }
@@ -387,7 +438,7 @@ impl LandingChunks {
             let mut stray = false;
             let frames = at + HEADER_BYTES as u64..at + HEADER_BYTES as u64 + bytes;
             let mut marker = blocks.marker(words_at + first);
-            let seen = visit_frames(log, frames, (&mut unpacker, &mut buffer), |n, states| {
+            let seen = visit_frames(log, frames, 0..usize::MAX, (&mut unpacker, &mut buffer), |n, states| {
                 if n >= group_words.len() {
                     stray = true;
                     return;
@@ -464,12 +515,12 @@ mod tests {
             seen.push((d, n, s));
             true
         };
-        let mut targets = vec![(8, Vec::new())];
+        let mut targets = vec![(8, 0, Vec::new())];
         log.apply(&mut targets, |g| rank(g) > 0, push).unwrap();
-        assert_eq!(targets, vec![(8, vec![(1, 1, 5)])]);
-        let mut targets = vec![(3, Vec::new()), (5, Vec::new())];
+        assert_eq!(targets, vec![(8, 0, vec![(1, 1, 5)])]);
+        let mut targets = vec![(3, 0, Vec::new()), (5, 0, Vec::new())];
         log.apply(&mut targets, |g| rank(g) > 2, push).unwrap();
-        assert_eq!(targets, vec![(3, vec![(2, 0, 1), (2, 1, 2)]), (5, vec![(1, 0, 7), (2, 0, 9)])]);
+        assert_eq!(targets, vec![(3, 0, vec![(2, 0, 1), (2, 1, 2)]), (5, 0, vec![(1, 0, 7), (2, 0, 9)])]);
     }
 
     /// The scan finds every word that is not zero, whatever the length and
@@ -529,7 +580,7 @@ mod tests {
         log.begin_step(5);
         let frames: Vec<&[u8]> = parts.iter().map(|frames| &frames[..]).collect();
         log.append_encoded(2, (&frames, count)).unwrap();
-        let mut targets = vec![(2, Vec::new())];
+        let mut targets = vec![(2, 0, Vec::new())];
         let push = |seen: &mut Vec<_>, _, n, s| {
             seen.push((n, s));
             true
@@ -540,7 +591,85 @@ mod tests {
             .map(|n| (n, decided[n]))
             .collect();
         assert_eq!(count as usize, wanted.len());
-        assert_eq!(targets[0].1, wanted);
+        assert_eq!(targets[0].2, wanted);
+    }
+
+    /// A group applied in pieces gives each piece exactly the entries of
+    /// its layouts, counted from its first, over several steps and frames:
+    /// pieces that end inside a frame, at a part's end, in a run of
+    /// layouts that decided nothing, or past the group's last entry. A
+    /// frame header whose first layout is not its first entry's is refused.
+    #[test]
+    fn a_group_applied_in_pieces_gives_each_its_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let mut log = DecisionLog::create(&path, 4).unwrap();
+        let layouts = 3 * entries::FRAME_ENTRIES + 1000;
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let steps: Vec<Vec<u32>> = (0..3)
+            .map(|step| {
+                (0..layouts)
+                    .map(|n| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        let quiet = (20_000..30_000).contains(&n) || (step == 1 && n % 3 != 0);
+                        if quiet { 0 } else { seed as u32 & 0x3fff_ffff }
+                    })
+                    .collect()
+            })
+            .collect();
+        for (step, decided) in steps.iter().enumerate() {
+            log.begin_step(step as u16 + 1);
+            // In two parts, cut at layout 7000: a frame ends early there.
+            let mut frames = Vec::new();
+            let mut count = 0;
+            for part in [0..7000, 7000..layouts] {
+                let mut bytes = vec![0u8; DecisionLog::encoded_bound(part.len())];
+                let (len, n) = DecisionLog::encode(decided, 1, part.clone(), std::iter::once(part), &mut bytes);
+                bytes.truncate(len);
+                frames.push(bytes);
+                count += n;
+            }
+            let frames: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+            log.append_encoded(1, (&frames, count)).unwrap();
+        }
+        let mark = log.sync().unwrap();
+        let push = |seen: &mut Vec<_>, d, n, s| {
+            seen.push((d, n, s));
+            true
+        };
+        for firsts in [vec![0], vec![0, 7000], vec![0, 1, 16_384, 16_385, 25_000, 40_000, layouts + 5]] {
+            let mut log = DecisionLog::reopen(&path, mark.clone(), 4).unwrap();
+            let mut targets: Vec<_> = firsts.iter().map(|&first| (1, first, Vec::new())).collect();
+            log.apply(&mut targets, |_| false, push).unwrap();
+            for (k, (_, first, got)) in targets.iter().enumerate() {
+                let end = firsts.get(k + 1).copied().unwrap_or(layouts);
+                let wanted: Vec<_> = (steps.iter().enumerate())
+                    .flat_map(|(step, decided)| {
+                        (*first..end.min(layouts))
+                            .filter(|&n| decided[n] != 0)
+                            .map(move |n| (step as u16 + 1, n - first, decided[n]))
+                    })
+                    .collect();
+                assert_eq!(got, &wanted, "piece {k} of {firsts:?}");
+            }
+        }
+        // The second frame's first layout, one on.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let (_, _, _, chunk_bytes) = parse_header(bytes[..HEADER_BYTES].try_into().unwrap());
+        let first_frame =
+            entries::frame_header(bytes[HEADER_BYTES..][..FRAME_HEADER_BYTES].try_into().unwrap()).unwrap();
+        let second = HEADER_BYTES + FRAME_HEADER_BYTES + first_frame.compressed;
+        assert!(((second + FRAME_HEADER_BYTES) as u64) < HEADER_BYTES as u64 + chunk_bytes, "two frames");
+        bytes[second + 8] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        for firsts in [vec![0], vec![0, 7000]] {
+            let mut log = DecisionLog::reopen(&path, mark.clone(), 4).unwrap();
+            let mut targets: Vec<_> = firsts.iter().map(|&first| (1, first, Vec::new())).collect();
+            let result = log.apply(&mut targets, |_| false, push);
+            assert!(matches!(result, Err(DiskError::Damaged { .. })), "{firsts:?}: {:?}", result.err());
+        }
     }
 
     /// A chunk longer than the append batch and the buffer comes back whole.
@@ -551,7 +680,7 @@ mod tests {
         let decided: Vec<u32> = (0..100_000u32).map(|n| if n % 3 == 1 { 0 } else { n | 1 }).collect();
         log.begin_step(7);
         log.append(4, &decided).unwrap();
-        let mut targets = vec![(4, Vec::new())];
+        let mut targets = vec![(4, 0, Vec::new())];
         log.apply(
             &mut targets,
             |_| false,
@@ -562,7 +691,7 @@ mod tests {
         )
         .unwrap();
         let wanted: Vec<_> = (0..decided.len()).filter(|&n| decided[n] != 0).map(|n| (7, n, decided[n])).collect();
-        assert_eq!(targets[0].1, wanted);
+        assert_eq!(targets[0].2, wanted);
     }
 
     /// Incompressible entries (every layout decided, states at random)
@@ -585,7 +714,7 @@ mod tests {
         log.begin_step(3);
         log.append(0, &decided).unwrap();
         log.sync().unwrap();
-        let mut targets = vec![(0, Vec::new())];
+        let mut targets = vec![(0, 0, Vec::new())];
         log.apply(
             &mut targets,
             |_| false,
@@ -595,7 +724,7 @@ mod tests {
             },
         )
         .unwrap();
-        assert_eq!(targets[0].1, decided.iter().enumerate().map(|(n, &s)| (n, s)).collect::<Vec<_>>());
+        assert_eq!(targets[0].2, decided.iter().enumerate().map(|(n, &s)| (n, s)).collect::<Vec<_>>());
 
         let mark = log.sync().unwrap();
         let mut bytes = std::fs::read(&path).unwrap();
@@ -603,7 +732,7 @@ mod tests {
         bytes[middle] ^= 0x40;
         std::fs::write(&path, &bytes).unwrap();
         let mut log = DecisionLog::reopen(&path, mark, 16).unwrap();
-        let result = log.apply(&mut [(0, ())], |_| false, |_, _, _, _| true);
+        let result = log.apply(&mut [(0, 0, ())], |_| false, |_, _, _, _| true);
         assert!(matches!(result, Err(DiskError::Damaged { .. })), "{:?}", result.err());
     }
 

@@ -4,12 +4,19 @@
 //! Owns the entry and frame byte layouts; knows nothing of files, steps or
 //! groups. An entry is `layout: u32` (within its group), `states: u32` (a
 //! set of card states), little-endian. A frame is `entries: u32,
-//! compressed: u32`, then a zstd frame (with its content checksum) of
-//! `compressed` bytes that unpacks to `entries` entries, at most
-//! [`FRAME_ENTRIES`], stored *compact*, one after another: a LEB128 varint
+//! compressed: u32, first_layout: u32` (its first entry's layout), then a
+//! zstd frame (with its content checksum) of `compressed` bytes that
+//! unpacks to `entries` entries, at most [`FRAME_ENTRIES`], stored
+//! *compact*, one after another: a LEB128 varint
 //! of twice the entry's layout difference from the entry before (the first
 //! from 0, wrapping), plus one if its states are the entry before's, then
 //! the states (4 bytes) unless they are (the first entry's always follow).
+//!
+//! Why the first layout in the header: a frame's entries come in ascending
+//! layouts, so the headers alone say which frames of a chunk hold entries
+//! in a range of layouts, and finishing applies a large group's log in
+//! pieces, in parallel, each unpacking only the frames of its range
+//! (`DecisionLog::apply`).
 //!
 //! Why compressed: at 8 men the decision log of 4v4 would be about 26 GB
 //! raw, next to 24 GB of planes, on a disk that must also hold the rest of
@@ -49,7 +56,7 @@ const STORED_ENTRY_BYTES: usize = 9;
 /// Most entries in one frame (128 KiB of them raw): bounds what encoding
 /// and unpacking hold in memory, whatever the size of a group.
 pub(super) const FRAME_ENTRIES: usize = 16 << 10;
-pub(super) const FRAME_HEADER_BYTES: usize = 8;
+pub(super) const FRAME_HEADER_BYTES: usize = 12;
 /// zstd level of the frames: the fastest, and no worse than level 3 here.
 const FRAME_LEVEL: i32 = 1;
 
@@ -89,13 +96,22 @@ pub(super) fn frames_bound(entries: usize) -> usize {
     full * frame_bound(FRAME_ENTRIES) + frame_bound(entries % FRAME_ENTRIES)
 }
 
-/// The (entries, compressed bytes) a frame header gives, if a frame can
-/// have them.
-pub(super) fn frame_header(header: [u8; FRAME_HEADER_BYTES]) -> Result<(usize, usize), FrameError> {
-    let entries = u32::from_le_bytes(header[0..4].try_into().expect("4 bytes")) as usize;
-    let compressed = u32::from_le_bytes(header[4..8].try_into().expect("4 bytes")) as usize;
+/// What a frame's header says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct FrameHeader {
+    pub entries: usize,
+    /// Bytes of the zstd frame after the header.
+    pub compressed: usize,
+    /// The layout of the frame's first entry (0 if it has none).
+    pub first_layout: u32,
+}
+
+/// What a frame header gives, if a frame can have it.
+pub(super) fn frame_header(header: [u8; FRAME_HEADER_BYTES]) -> Result<FrameHeader, FrameError> {
+    let word = |at: usize| u32::from_le_bytes(header[at..at + 4].try_into().expect("4 bytes"));
+    let (entries, compressed) = (word(0) as usize, word(4) as usize);
     let fits = entries <= FRAME_ENTRIES && FRAME_HEADER_BYTES + compressed <= frame_bound(entries);
-    if fits { Ok((entries, compressed)) } else { Err(FrameError::Header) }
+    if fits { Ok(FrameHeader { entries, compressed, first_layout: word(8) }) } else { Err(FrameError::Header) }
 }
 
 /// Appends entries to a frame's stored bytes (compact), remembering the
@@ -177,13 +193,14 @@ pub(super) fn pack_frame(raw: &[u8], into: &mut [u8]) -> usize {
     debug_assert!(raw.len() <= FRAME_BYTES && raw.len().is_multiple_of(ENTRY_BYTES));
     STORED_FRAME.with_borrow_mut(|stored| {
         entries_to_stored(raw, stored);
-        pack_stored(stored, raw.len() / ENTRY_BYTES, into)
+        let first_layout = raw.get(..ENTRY_BYTES).map_or(0, |e| entry(e).0 as u32);
+        pack_stored(stored, (raw.len() / ENTRY_BYTES, first_layout), into)
     })
 }
 
-/// Packs the stored bytes of `entries` entries as one frame into `into`;
-/// returns the bytes written.
-fn pack_stored(stored: &[u8], entries: usize, into: &mut [u8]) -> usize {
+/// Packs the stored bytes of `entries` entries, the first of `first_layout`,
+/// as one frame into `into`; returns the bytes written.
+fn pack_stored(stored: &[u8], (entries, first_layout): (usize, u32), into: &mut [u8]) -> usize {
     debug_assert!(entries <= FRAME_ENTRIES && stored.len() <= entries * STORED_ENTRY_BYTES);
     COMPRESSOR.with_borrow_mut(|compressor| {
         let compressor = compressor.get_or_insert_with(|| {
@@ -198,7 +215,8 @@ fn pack_stored(stored: &[u8], entries: usize, into: &mut [u8]) -> usize {
         assert!(payload.len() >= zstd::zstd_safe::compress_bound(stored.len()), "room for the frame's bound");
         let compressed = compressor.compress_to_buffer(stored, payload).expect("room for the frame");
         into[..4].copy_from_slice(&(entries as u32).to_le_bytes());
-        into[4..FRAME_HEADER_BYTES].copy_from_slice(&(compressed as u32).to_le_bytes());
+        into[4..8].copy_from_slice(&(compressed as u32).to_le_bytes());
+        into[8..FRAME_HEADER_BYTES].copy_from_slice(&first_layout.to_le_bytes());
         FRAME_HEADER_BYTES + compressed
     })
 }
@@ -209,19 +227,22 @@ fn pack_stored(stored: &[u8], entries: usize, into: &mut [u8]) -> usize {
 pub(super) fn encode(entries: impl Iterator<Item = (usize, u32)>, into: &mut [u8]) -> (usize, u32) {
     STORED_FRAME.with_borrow_mut(|stored| {
         stored.clear();
-        let (mut len, mut count, mut in_frame) = (0, 0u32, 0);
+        let (mut len, mut count, mut in_frame, mut first_layout) = (0, 0u32, 0, 0);
         let mut writer = CompactWriter::default();
         for (layout, states) in entries {
+            if in_frame == 0 {
+                first_layout = layout as u32;
+            }
             writer.push(stored, layout, states);
             (in_frame, count) = (in_frame + 1, count + 1);
             if in_frame == FRAME_ENTRIES {
-                len += pack_stored(stored, in_frame, &mut into[len..]);
+                len += pack_stored(stored, (in_frame, first_layout), &mut into[len..]);
                 (in_frame, writer) = (0, CompactWriter::default());
                 stored.clear();
             }
         }
         if in_frame > 0 {
-            len += pack_stored(stored, in_frame, &mut into[len..]);
+            len += pack_stored(stored, (in_frame, first_layout), &mut into[len..]);
         }
         (len, count)
     })
@@ -239,7 +260,7 @@ impl FrameError {
     pub fn what(self) -> &'static str {
         match self {
             FrameError::Header => "a frame header is out of bounds",
-            FrameError::Unpack => "a frame does not unpack to its entries",
+            FrameError::Unpack => "a frame does not unpack to its entries, the first at its header's layout",
         }
     }
 }
@@ -261,16 +282,19 @@ impl Unpacker {
         Unpacker { raw: Vec::with_capacity(FRAME_BYTES), stored, decompressor }
     }
 
-    /// The entries of a frame whose header gave `entries` and whose
-    /// compressed bytes are `compressed`.
-    pub fn unpack(&mut self, compressed: &[u8], entries: usize) -> Result<&[u8], FrameError> {
+    /// The entries of a frame with `header` whose compressed bytes are
+    /// `compressed`.
+    pub fn unpack(&mut self, header: &FrameHeader, compressed: &[u8]) -> Result<&[u8], FrameError> {
         self.stored.clear();
         // Room for what the frame may hold (made when the unpacker was):
         // a frame that unpacks to more is refused by zstd or below.
-        self.stored.reserve(entries * STORED_ENTRY_BYTES);
+        self.stored.reserve(header.entries * STORED_ENTRY_BYTES);
         self.decompressor.decompress_to_buffer(compressed, &mut self.stored).map_err(|_| FrameError::Unpack)?;
-        stored_to_entries(&self.stored, entries, &mut self.raw).ok_or(FrameError::Unpack)?;
-        Ok(&self.raw[..])
+        stored_to_entries(&self.stored, header.entries, &mut self.raw).ok_or(FrameError::Unpack)?;
+        match self.raw.get(..ENTRY_BYTES) {
+            Some(first) if entry(first).0 as u32 != header.first_layout => Err(FrameError::Unpack),
+            _ => Ok(&self.raw[..]),
+        }
     }
 }
 
@@ -302,10 +326,11 @@ mod tests {
             let (mut unpacker, mut at, mut back) = (Unpacker::new(), 0, Vec::new());
             while at < len {
                 let header = packed[at..at + FRAME_HEADER_BYTES].try_into().expect("a header");
-                let (n, compressed) = frame_header(header).expect("a frame encode wrote");
-                let payload = &packed[at + FRAME_HEADER_BYTES..at + FRAME_HEADER_BYTES + compressed];
-                back.extend(unpacker.unpack(payload, n).expect("unpacks").chunks_exact(ENTRY_BYTES).map(entry));
-                at += FRAME_HEADER_BYTES + compressed;
+                let header = frame_header(header).expect("a frame encode wrote");
+                assert_eq!(header.first_layout as usize, entries[back.len()].0, "the header's first layout");
+                let payload = &packed[at + FRAME_HEADER_BYTES..at + FRAME_HEADER_BYTES + header.compressed];
+                back.extend(unpacker.unpack(&header, payload).expect("unpacks").chunks_exact(ENTRY_BYTES).map(entry));
+                at += FRAME_HEADER_BYTES + header.compressed;
             }
             assert_eq!(&back, entries);
         }
@@ -338,11 +363,13 @@ mod tests {
         let mut packed = vec![0u8; frames_bound(3)];
         let len = pack_frame(&raw, &mut packed);
         let header = packed[..FRAME_HEADER_BYTES].try_into().expect("a header");
-        let (n, compressed) = frame_header(header).expect("a frame pack_frame wrote");
-        assert_eq!((n, FRAME_HEADER_BYTES + compressed), (3, len));
+        let header = frame_header(header).expect("a frame pack_frame wrote");
+        assert_eq!(header, FrameHeader { entries: 3, compressed: len - FRAME_HEADER_BYTES, first_layout: 3 });
         let payload = &packed[FRAME_HEADER_BYTES..len];
         let mut unpacker = Unpacker::new();
-        assert_eq!(unpacker.unpack(payload, 2), Err(FrameError::Unpack));
-        assert_eq!(unpacker.unpack(payload, 3).map(<[u8]>::to_vec), Ok(raw));
+        assert_eq!(unpacker.unpack(&FrameHeader { entries: 2, ..header }, payload), Err(FrameError::Unpack));
+        let elsewhere = FrameHeader { first_layout: 4, ..header };
+        assert_eq!(unpacker.unpack(&elsewhere, payload), Err(FrameError::Unpack), "another first layout");
+        assert_eq!(unpacker.unpack(&header, payload).map(<[u8]>::to_vec), Ok(raw));
     }
 }

@@ -2281,8 +2281,8 @@ fn finish(
 }
 
 /// Layouts of a piece of a streamed batch's finishing: groups larger than
-/// this are settled and packed in pieces of this many layouts, each its
-/// own zstd frame, in parallel. As whole-group tasks, a batch's largest
+/// this are settled, have the log applied and are packed in pieces of this
+/// many layouts (each its own zstd frame), in parallel. As whole-group tasks, a batch's largest
 /// group kept one worker busy after the other ran out of groups: at 8 men
 /// 4v4's largest group held a median 27% of its batch's layouts, and all
 /// of some, and its finishing ran at 1.44 cores (docs/BENCHMARKS.md,
@@ -2340,8 +2340,9 @@ fn finish_batch(
         });
     }
     let last = batch.iter().map(|&g| rank[g]).max().expect("a batch has groups");
-    let values = carve_mut(own.values_mut(), batch.iter().map(|&g| vm.elements(g)));
-    let mut targets: Vec<(usize, &mut [u8])> = batch.iter().copied().zip(values).collect();
+    let values = carve_mut(own.values_mut(), pieces.iter().map(piece_bytes));
+    let mut targets: Vec<(usize, usize, &mut [u8])> =
+        pieces.iter().zip(values).map(|((g, layouts), values)| (*g, layouts.start, values)).collect();
     work.files().log().apply(
         &mut targets,
         |g| rank[g] > last,
