@@ -161,7 +161,7 @@ impl Window {
         disk: &mut DiskIo,
         work: &Work,
         batch: &[usize],
-        what: (&[Lane], ValueSegments),
+        what: (&[Lane], PlaneLoad, ValueSegments),
     ) -> Result<(Packed, Packed), SolveError> {
         self.owns[0].load(disk, work, batch, what, &mut self.io)
     }
@@ -182,18 +182,20 @@ impl Window {
 
 impl OwnBuffers {
     /// Brings the segments of `batch` into this window: reads the plane
-    /// lanes `lanes`, zeroes the others, and loads the values as `values`
-    /// says. With the sparse lanes, a sparse group's records are laid over
-    /// the dense segments read. Returns the plane and value maps.
+    /// lanes `lanes`, treats the others as `others` says (zeroed, or left
+    /// as they were where nothing reads them), and loads the values as
+    /// `values` says. With the sparse lanes, a sparse group's records are
+    /// laid over the dense segments read. Returns the plane and value maps.
     pub fn load(
         &mut self,
         disk: &mut DiskIo,
         work: &Work,
         batch: &[usize],
-        (lanes, values): (&[Lane], ValueSegments),
+        (lanes, others, values): (&[Lane], PlaneLoad, ValueSegments),
         io: &mut IoTotals,
     ) -> Result<(Packed, Packed), SolveError> {
-        let reads = |lane: Lane, _: usize| if lanes.contains(&lane) { PlaneLoad::Read } else { PlaneLoad::Zeroed };
+        assert_ne!(others, PlaneLoad::Read, "the lanes read are named");
+        let reads = |lane: Lane, _: usize| if lanes.contains(&lane) { PlaneLoad::Read } else { others };
         let (pm, vm, mut requests, mut zeros) = self.plan_load(work, batch, (&reads, values), io);
         // The workers wait for the load (initialisation loads in turn):
         // zero on all of them. Whole segments would leave one worker with
@@ -292,7 +294,7 @@ impl OwnBuffers {
                             continue;
                         }
                         // `due` is filled by `fill_due`.
-                        None => (lane == Lane::Fresh).then_some(false),
+                        None => (lane == Lane::Fresh && reads(Lane::Fresh, g) != PlaneLoad::Left).then_some(false),
                     },
                     // A sparse group whose dense planes are not read gets
                     // all four from `unpack_sparse` (holes and records).
