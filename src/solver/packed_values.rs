@@ -75,6 +75,9 @@ pub(super) struct PackedWriter {
     frames: Vec<Option<(u64, u64)>>,
     /// Per group, its value bytes (unpadded).
     lens: Vec<u64>,
+    /// Where the group being written in pieces starts, and its value bytes
+    /// written so far.
+    group_start: (u64, u64),
 }
 
 impl PackedWriter {
@@ -83,7 +86,8 @@ impl PackedWriter {
         let partial = partial_path(dir, material);
         let appender = Appender::create(&partial, BUFFER_BYTES)?;
         let lens: Vec<u64> = (0..layout.groups()).map(|g| layout.segment(g).end - layout.segment(g).start).collect();
-        Ok(PackedWriter { out: appender, dir: dir.to_path_buf(), material, frames: vec![None; lens.len()], lens })
+        let frames = vec![None; lens.len()];
+        Ok(PackedWriter { out: appender, dir: dir.to_path_buf(), material, frames, lens, group_start: (0, 0) })
     }
 
     /// Packs group `g`'s value bytes (its unpadded segment) as one frame.
@@ -117,11 +121,14 @@ impl PackedWriter {
     /// workers and in pieces: `pieces` are `(g, value bytes)`, a group's
     /// pieces one after another and in order, together its whole segment.
     /// Each piece is packed as a frame into its own region of the `scratch`
-    /// buffers (as long as its values, taken in turn while they have room),
-    /// then the frames are written in batch order, a group's one after
-    /// another. A piece without a region, or whose frame does not fit it
-    /// (values that do not pack), is packed on this thread. (Packed a
-    /// group at a time on one thread, this was half of finishing 8-men 3v4.)
+    /// buffers (as long as its values, taken in turn while they have room);
+    /// this thread writes the frames in batch order, a group's one after
+    /// another, each as soon as it and those before it are packed, while
+    /// the workers pack the later ones (written after all were packed, the
+    /// writes were about a tenth of finishing 8-men 4v4, the workers idle).
+    /// A piece without a region, or whose frame does not fit it (values
+    /// that do not pack), is packed on this thread. (Packed a group at a
+    /// time on one thread, this was half of finishing 8-men 3v4.)
     pub fn put_batch(&mut self, pieces: &[(usize, &[u8])], scratch: Vec<&mut [u8]>) -> Result<(), DiskError> {
         let mut rooms = scratch.into_iter();
         let mut room = rooms.next().unwrap_or_default();
@@ -139,35 +146,64 @@ impl PackedWriter {
                 regions.push(None);
             }
         }
-        let packed: Vec<Option<usize>> = (pieces.par_iter().zip(&mut regions))
-            .map_init(
-                || {
-                    let mut packer = zstd::bulk::Compressor::new(LEVEL).ok()?;
-                    packer.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true)).ok()?;
-                    Some(packer)
-                },
-                |packer, ((_, values), region)| {
-                    // A frame that does not fit is packed again below.
-                    packer.as_mut()?.compress_to_buffer(values, region.as_deref_mut()?).ok()
-                },
-            )
-            .collect();
-        let mut at = 0;
-        while let Some(&(g, _)) = pieces.get(at) {
-            let end = at + pieces[at..].iter().take_while(|piece| piece.0 == g).count();
-            let len = pieces[at..end].iter().map(|(_, values)| values.len()).sum();
-            self.put_with(g, len, |out| {
-                for ((_, values), (region, len)) in
-                    pieces[at..end].iter().zip(regions[at..end].iter().zip(&packed[at..end]))
-                {
-                    match (region, len) {
-                        (Some(region), Some(len)) => out.write_all(&region[..*len])?,
-                        _ => write_frame(out, values)?,
-                    }
+        let (packed_tx, packed_rx) = std::sync::mpsc::channel::<(usize, Option<&[u8]>)>();
+        std::thread::scope(|scope| {
+            // The workers take the pieces from the front, so they are
+            // packed about in the order they are written.
+            scope.spawn(move || {
+                (pieces.iter().zip(regions).enumerate()).par_bridge().for_each_init(
+                    || {
+                        let mut packer = zstd::bulk::Compressor::new(LEVEL).ok()?;
+                        packer.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true)).ok()?;
+                        Some(packer)
+                    },
+                    |packer, (k, ((_, values), region))| {
+                        // A frame that does not fit is packed again below.
+                        let frame = match (packer.as_mut(), region) {
+                            (Some(packer), Some(region)) => {
+                                packer.compress_to_buffer(values, &mut *region).ok().map(|len| &region[..len])
+                            }
+                            _ => None,
+                        };
+                        // The receiver is gone only if writing failed.
+                        let _ = packed_tx.send((k, frame));
+                    },
+                )
+            });
+            let mut packed: Vec<Option<Option<&[u8]>>> = vec![None; pieces.len()];
+            let mut next = 0;
+            for (k, frame) in packed_rx {
+                packed[k] = Some(frame);
+                while let Some(frame) = packed.get_mut(next).and_then(Option::take) {
+                    self.write_piece(pieces, next, frame)?;
+                    next += 1;
                 }
-                Ok(())
-            })?;
-            at = end;
+            }
+            assert_eq!(next, pieces.len(), "every piece was packed");
+            Ok(())
+        })
+    }
+
+    /// Writes piece `k` of `pieces` (see [`PackedWriter::put_batch`]): its
+    /// `frame`, or, if it was not packed, its values packed here; records
+    /// where its group's frames lie once it is the group's last.
+    fn write_piece(&mut self, pieces: &[(usize, &[u8])], k: usize, frame: Option<&[u8]>) -> Result<(), DiskError> {
+        let (g, values) = pieces[k];
+        let first = k == 0 || pieces[k - 1].0 != g;
+        if first {
+            assert!(self.frames[g].is_none(), "group {g} put twice");
+            self.group_start = (self.out.len(), 0);
+        }
+        let written = match frame {
+            Some(frame) => self.out.write_all(frame),
+            None => write_frame(&mut self.out, values),
+        };
+        written.map_err(|e| io_error("write", &partial_path(&self.dir, self.material), e))?;
+        self.group_start.1 += values.len() as u64;
+        if pieces.get(k + 1).is_none_or(|next| next.0 != g) {
+            let (start, len) = self.group_start;
+            assert_eq!(len, self.lens[g], "a group's pieces are its whole segment");
+            self.frames[g] = Some((start, self.out.len() - start));
         }
         Ok(())
     }
