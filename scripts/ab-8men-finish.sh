@@ -73,6 +73,9 @@ for round in $(seq 1 "$rounds"); do
     for partial in "$ready"/.t8.partial-*; do
       if [ -e "$partial" ]; then "${copy[@]}" "$partial" "$dir/"; fi
     done
+    # Made here, not by the redirection below, so that the first look for
+    # the line finds it.
+    : > "$dir/progress.log"
     start=$(date +%s.%N)
     "$scratch/onitb.$which" "${args[@]}" --work "$dir/work" --out "$dir/t8" --resume 2> "$dir/progress.log" > /dev/null &
     pid=$!
