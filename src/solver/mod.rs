@@ -2285,12 +2285,13 @@ fn finish(
 
 /// Layouts of a piece of a streamed batch's finishing: groups larger than
 /// this are settled, have the log applied and are packed in pieces of this
-/// many layouts (each its own zstd frame), in parallel. As whole-group tasks, a batch's largest
-/// group kept one worker busy after the other ran out of groups: at 8 men
-/// 4v4's largest group held a median 27% of its batch's layouts, and all
-/// of some, and its finishing ran at 1.44 cores (docs/BENCHMARKS.md,
-/// sessions 70 and 71). 2^17 one-byte layouts are 3.75 MiB of values, a
-/// frame that packs about as well as a whole group.
+/// many layouts (each its own zstd frame), in parallel. As whole-group
+/// tasks, a batch's largest group kept one worker busy after the other ran
+/// out of groups: at 8 men 4v4's largest group held a median 27% of its
+/// batch's layouts, and all of some, and its finishing ran at 1.44 cores;
+/// in pieces it took 7 s less of 65 (docs/BENCHMARKS.md, sessions 70 and
+/// 71). 2^17 one-byte layouts are 3.75 MiB of values, a frame that packs
+/// about as well as a whole group.
 #[cfg(not(test))]
 const FINISH_PIECE_LAYOUTS: usize = 1 << 17;
 /// Unit tests cut groups into pieces of a few placements, so that a small
@@ -2298,8 +2299,8 @@ const FINISH_PIECE_LAYOUTS: usize = 1 << 17;
 #[cfg(test)]
 const FINISH_PIECE_LAYOUTS: usize = 64;
 
-/// The pieces of `batch` that finishing settles and packs as tasks, in
-/// batch order: (group, its layouts `range` of at most
+/// The pieces of `batch` that finishing settles, applies the log to and
+/// packs as tasks, in batch order: (group, its layouts `range` of at most
 /// [`FINISH_PIECE_LAYOUTS`]), every group at least one, together all of it.
 fn finish_pieces(work: &Work, batch: &[usize]) -> Vec<(usize, Range<usize>)> {
     let mut pieces = Vec::with_capacity(batch.len());
@@ -2312,9 +2313,10 @@ fn finish_pieces(work: &Work, batch: &[usize]) -> Vec<(usize, Range<usize>)> {
     pieces
 }
 
-/// Finishes one loaded batch of a streamed material in `own`: its value
-/// bytes from its planes (`kernel::settle`), then from the decision log,
-/// packed into `packer`'s frames in the `scratch` buffers. `rank`: each
+/// Finishes one loaded batch of a streamed material in `own`, in pieces
+/// ([`finish_pieces`]): its value bytes from its planes (`kernel::settle`),
+/// then from the decision log, packed into `packer`'s frames in the
+/// `scratch` buffers. `rank`: each
 /// group's place in the batches' order. Returns the frame bytes written.
 fn finish_batch(
     work: &Work,

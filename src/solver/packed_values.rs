@@ -7,9 +7,8 @@
 //! together holding the group's value bytes without padding, one after
 //! another), groups in the order they were put, then the frame table (per
 //! group in group order, `offset: u64, bytes: u64` of its frames), then a
-//! trailer `groups: u64, crc32 of the table: u32,
-//! bytes per layout: u32` (30 value bytes, or 60 for value words), `magic`,
-//! all little-endian.
+//! trailer `groups: u64, crc32 of the table: u32, bytes per layout: u32`
+//! (30 value bytes, or 60 for value words), `magic`, all little-endian.
 //!
 //! Why packed: at 8 men the finished materials' raw values (15 GB) sat next
 //! to 4v4's work files during its steps, and finishing 4v4 wrote its 36 GB
@@ -122,12 +121,12 @@ impl PackedWriter {
     /// pieces one after another and in order, together its whole segment.
     /// Each piece is packed as a frame into its own region of the `scratch`
     /// buffers (as long as its values, taken in turn while they have room);
-    /// this thread writes the frames in batch order, a group's one after
-    /// another, each as soon as it and those before it are packed, while
-    /// the workers pack the later ones (written after all were packed, the
-    /// writes were about a tenth of finishing 8-men 4v4, the workers idle).
-    /// A piece without a region, or whose frame does not fit it (values
-    /// that do not pack), is packed on this thread. (Packed a group at a
+    /// a thread of its own writes the frames in batch order, a group's one
+    /// after another, each as soon as it and those before it are packed,
+    /// while the workers pack the later ones (written after all were
+    /// packed, the writes took finishing 8-men 4v4 about 3 s longer, the
+    /// workers idle). A piece without a region, or whose frame does not fit
+    /// it (values that do not pack), is packed by the writing thread. (Packed a group at a
     /// time on one thread, this was half of finishing 8-men 3v4.)
     pub fn put_batch(&mut self, pieces: &[(usize, &[u8])], scratch: Vec<&mut [u8]>) -> Result<(), DiskError> {
         let mut rooms = scratch.into_iter();
@@ -148,39 +147,44 @@ impl PackedWriter {
         }
         let (packed_tx, packed_rx) = std::sync::mpsc::channel::<(usize, Option<&[u8]>)>();
         std::thread::scope(|scope| {
+            // Writing on a thread of its own, so that this one packs with
+            // the workers (or is one of them).
+            let writing = scope.spawn(|| {
+                let mut packed: Vec<Option<Option<&[u8]>>> = vec![None; pieces.len()];
+                let mut next = 0;
+                for (k, frame) in packed_rx {
+                    packed[k] = Some(frame);
+                    while let Some(frame) = packed.get_mut(next).and_then(Option::take) {
+                        self.write_piece(pieces, next, frame)?;
+                        next += 1;
+                    }
+                }
+                assert_eq!(next, pieces.len(), "every piece was packed");
+                Ok(())
+            });
             // The workers take the pieces from the front, so they are
             // packed about in the order they are written.
-            scope.spawn(move || {
-                (pieces.iter().zip(regions).enumerate()).par_bridge().for_each_init(
-                    || {
-                        let mut packer = zstd::bulk::Compressor::new(LEVEL).ok()?;
-                        packer.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true)).ok()?;
-                        Some(packer)
-                    },
-                    |packer, (k, ((_, values), region))| {
-                        // A frame that does not fit is packed again below.
-                        let frame = match (packer.as_mut(), region) {
-                            (Some(packer), Some(region)) => {
-                                packer.compress_to_buffer(values, &mut *region).ok().map(|len| &region[..len])
-                            }
-                            _ => None,
-                        };
-                        // The receiver is gone only if writing failed.
-                        let _ = packed_tx.send((k, frame));
-                    },
-                )
-            });
-            let mut packed: Vec<Option<Option<&[u8]>>> = vec![None; pieces.len()];
-            let mut next = 0;
-            for (k, frame) in packed_rx {
-                packed[k] = Some(frame);
-                while let Some(frame) = packed.get_mut(next).and_then(Option::take) {
-                    self.write_piece(pieces, next, frame)?;
-                    next += 1;
-                }
-            }
-            assert_eq!(next, pieces.len(), "every piece was packed");
-            Ok(())
+            (pieces.iter().zip(regions).enumerate()).par_bridge().for_each_init(
+                || {
+                    let mut packer = zstd::bulk::Compressor::new(LEVEL).ok()?;
+                    packer.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true)).ok()?;
+                    Some(packer)
+                },
+                |packer, (k, ((_, values), region))| {
+                    // A frame that does not fit is packed again when written.
+                    let frame = match (packer.as_mut(), region) {
+                        (Some(packer), Some(region)) => {
+                            packer.compress_to_buffer(values, &mut *region).ok().map(|len| &region[..len])
+                        }
+                        _ => None,
+                    };
+                    // The receiver is gone only if writing failed.
+                    let _ = packed_tx.send((k, frame));
+                },
+            );
+            // The writer ends once every sender is gone.
+            drop(packed_tx);
+            writing.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         })
     }
 

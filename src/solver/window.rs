@@ -293,7 +293,8 @@ impl OwnBuffers {
                             requests.push((work.files().read_file(sparse_lane, g), span, records));
                             continue;
                         }
-                        // `due` is filled by `fill_due`.
+                        // `due` is filled by `fill_due`; a dense
+                        // `fresh` is zeroed unless the load leaves it.
                         None => (lane == Lane::Fresh && reads(Lane::Fresh, g) != PlaneLoad::Left).then_some(false),
                     },
                     // A sparse group whose dense planes are not read gets
