@@ -74,9 +74,6 @@ pub(super) struct PackedWriter {
     frames: Vec<Option<(u64, u64)>>,
     /// Per group, its value bytes (unpadded).
     lens: Vec<u64>,
-    /// Where the group being written in pieces starts, and its value bytes
-    /// written so far.
-    group_start: (u64, u64),
 }
 
 impl PackedWriter {
@@ -85,8 +82,7 @@ impl PackedWriter {
         let partial = partial_path(dir, material);
         let appender = Appender::create(&partial, BUFFER_BYTES)?;
         let lens: Vec<u64> = (0..layout.groups()).map(|g| layout.segment(g).end - layout.segment(g).start).collect();
-        let frames = vec![None; lens.len()];
-        Ok(PackedWriter { out: appender, dir: dir.to_path_buf(), material, frames, lens, group_start: (0, 0) })
+        Ok(PackedWriter { out: appender, dir: dir.to_path_buf(), material, frames: vec![None; lens.len()], lens })
     }
 
     /// Packs group `g`'s value bytes (its unpadded segment) as one frame.
@@ -129,6 +125,10 @@ impl PackedWriter {
     /// it (values that do not pack), is packed by the writing thread. (Packed a group at a
     /// time on one thread, this was half of finishing 8-men 3v4.)
     pub fn put_batch(&mut self, pieces: &[(usize, &[u8])], scratch: Vec<&mut [u8]>) -> Result<(), DiskError> {
+        for group in pieces.chunk_by(|a, b| a.0 == b.0) {
+            let len: usize = group.iter().map(|(_, values)| values.len()).sum();
+            assert_eq!(len as u64, self.lens[group[0].0], "a group's pieces are its whole segment");
+        }
         let mut rooms = scratch.into_iter();
         let mut room = rooms.next().unwrap_or_default();
         let mut regions: Vec<Option<&mut [u8]>> = Vec::with_capacity(pieces.len());
@@ -189,25 +189,21 @@ impl PackedWriter {
     }
 
     /// Writes piece `k` of `pieces` (see [`PackedWriter::put_batch`]): its
-    /// `frame`, or, if it was not packed, its values packed here; records
-    /// where its group's frames lie once it is the group's last.
+    /// `frame`, or, if it was not packed, its values packed here. A group's
+    /// first piece records where its frames start, its last their length.
     fn write_piece(&mut self, pieces: &[(usize, &[u8])], k: usize, frame: Option<&[u8]>) -> Result<(), DiskError> {
         let (g, values) = pieces[k];
-        let first = k == 0 || pieces[k - 1].0 != g;
-        if first {
+        if k == 0 || pieces[k - 1].0 != g {
             assert!(self.frames[g].is_none(), "group {g} put twice");
-            self.group_start = (self.out.len(), 0);
+            self.frames[g] = Some((self.out.len(), 0));
         }
         let written = match frame {
             Some(frame) => self.out.write_all(frame),
             None => write_frame(&mut self.out, values),
         };
         written.map_err(|e| io_error("write", &partial_path(&self.dir, self.material), e))?;
-        self.group_start.1 += values.len() as u64;
-        if pieces.get(k + 1).is_none_or(|next| next.0 != g) {
-            let (start, len) = self.group_start;
-            assert_eq!(len, self.lens[g], "a group's pieces are its whole segment");
-            self.frames[g] = Some((start, self.out.len() - start));
+        if let Some((start, bytes)) = &mut self.frames[g] {
+            *bytes = self.out.len() - *start;
         }
         Ok(())
     }
