@@ -11,6 +11,15 @@
 //! takes O_DIRECT writes at 1.5-2 GB/s); appended so, the initialisation
 //! took 20 s less (docs/BENCHMARKS.md, session 51).
 //!
+//! A full staging buffer is written behind, on a thread of the appender's
+//! own, while the caller stages into a second buffer: an O_DIRECT write
+//! waits behind whatever else the disk has queued (a streamed step's 4 MiB
+//! window reads), and the caller, who settles a step's job on the
+//! workers' chain, need not wait with it. At 8 men the decision log's
+//! appends took 11.1 s of 4v4's first steps' settling so (docs/BENCHMARKS.md,
+//! session 69). A failed write is reported by the next call that needs its
+//! buffer back, at the latest by [`DirectAppender::flush`].
+//!
 //! A file made with [`DirectAppender::create_new`] is written under a hidden
 //! sibling name ([`unfinished_path`]) and renamed into place once it is
 //! whole and synced, so that its own name never shows a part of it: a run
@@ -23,6 +32,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::thread::{self, JoinHandle};
 
 /// Ends the hidden name a new file has until it is whole.
 const UNFINISHED_SUFFIX: &str = ".unfinished";
@@ -51,6 +63,98 @@ pub struct DirectAppender {
     /// where it is being written (removed if the appender is dropped) and
     /// the name it gets when whole.
     unfinished: Option<(PathBuf, PathBuf)>,
+    /// The thread that writes full buffers behind, from the first one on.
+    behind: Option<WriteBehind>,
+    /// Tests: writes behind at or after this offset fail as on a full disk.
+    #[cfg(test)]
+    fail_from: Option<u64>,
+}
+
+/// A full staging buffer for the writer thread: its bytes and where they go.
+struct FullBuffer {
+    bytes: MmapMut,
+    at: u64,
+}
+
+/// The writer thread of a [`DirectAppender`] and the buffer it does not
+/// stage into: at most one write is in flight, so two buffers in all.
+struct WriteBehind {
+    /// Closed (None) only on drop, which ends the thread.
+    to_write: Option<Sender<FullBuffer>>,
+    /// In a mutex only so that the appender is `Sync` (as the work files
+    /// that hold one are shared by the workers); reached through
+    /// `get_mut`, never locked.
+    written: Mutex<Receiver<(MmapMut, io::Result<()>)>>,
+    thread: Option<JoinHandle<()>>,
+    /// The other buffer, unless it is being written.
+    spare: Option<MmapMut>,
+    /// A write failed (its OS error, else its kind): every later call
+    /// fails too, so that no later flush leaves a hole in the file unsaid.
+    failed: Option<(Option<i32>, io::ErrorKind)>,
+}
+
+impl WriteBehind {
+    /// Starts the thread; `write_at` writes a buffer at an offset of the
+    /// file (a test's may fail).
+    fn start(
+        buffer_bytes: usize,
+        write_at: impl Fn(&[u8], u64) -> io::Result<()> + Send + 'static,
+    ) -> io::Result<WriteBehind> {
+        let spare = MmapMut::map_anon(buffer_bytes)?;
+        let (to_write, full) = channel::<FullBuffer>();
+        let (done, written) = channel();
+        let thread = thread::Builder::new().name("appender".into()).spawn(move || {
+            for FullBuffer { bytes, at } in full {
+                let result = write_at(&bytes, at);
+                if done.send((bytes, result)).is_err() {
+                    return;
+                }
+            }
+        })?;
+        Ok(WriteBehind {
+            to_write: Some(to_write),
+            written: Mutex::new(written),
+            thread: Some(thread),
+            spare: Some(spare),
+            failed: None,
+        })
+    }
+
+    /// The spare buffer, once the write in flight (if any) is done.
+    fn take_spare(&mut self) -> io::Result<MmapMut> {
+        if let Some((os, kind)) = self.failed {
+            return Err(os.map_or_else(|| io::Error::from(kind), io::Error::from_raw_os_error));
+        }
+        if let Some(spare) = self.spare.take() {
+            return Ok(spare);
+        }
+        let written = self.written.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (bytes, result) = written.recv().map_err(|_| io::Error::other("the appender's writer thread ended"))?;
+        self.spare = Some(bytes);
+        if let Err(e) = result {
+            self.failed = Some((e.raw_os_error(), e.kind()));
+            return Err(e);
+        }
+        Ok(self.spare.take().expect("just returned"))
+    }
+
+    /// Waits for the write in flight, if any; its error, if it failed.
+    fn wait(&mut self) -> io::Result<()> {
+        let spare = self.take_spare()?;
+        self.spare = Some(spare);
+        Ok(())
+    }
+}
+
+impl Drop for WriteBehind {
+    fn drop(&mut self) {
+        // The write in flight ends before the file can be opened again (a
+        // resumed run cuts it): closing the channel ends the thread.
+        self.to_write = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// How [`DirectAppender::open`] treats a file already at the path.
@@ -124,7 +228,17 @@ impl DirectAppender {
         if staged > 0 {
             File::open(path)?.read_exact_at(&mut staging[..staged], at)?;
         }
-        Ok(DirectAppender { file, staging, staged, at, head: Vec::new(), unfinished: None })
+        Ok(DirectAppender {
+            file,
+            staging,
+            staged,
+            at,
+            head: Vec::new(),
+            unfinished: None,
+            behind: None,
+            #[cfg(test)]
+            fail_from: None,
+        })
     }
 
     /// Bytes appended so far (the file's length once flushed).
@@ -142,7 +256,7 @@ impl DirectAppender {
             self.staging[self.staged..self.staged + n].copy_from_slice(&bytes[..n]);
             (self.staged, bytes) = (self.staged + n, &bytes[n..]);
             if self.staged == self.staging.len() {
-                self.write_staged()?;
+                self.write_full_behind()?;
                 self.at += self.staged as u64;
                 self.staged = 0;
             }
@@ -166,6 +280,9 @@ impl DirectAppender {
     /// staged bytes stay staged: the next appends fill the same unit, which
     /// is written again.
     pub fn flush(&mut self) -> io::Result<()> {
+        if let Some(behind) = &mut self.behind {
+            behind.wait()?;
+        }
         if self.staged > 0 {
             self.write_staged()?;
         }
@@ -205,20 +322,57 @@ impl DirectAppender {
         Ok(())
     }
 
+    /// Writes what is staged, padded to a whole unit, and waits for it.
     fn write_staged(&mut self) -> io::Result<()> {
         let padded = self.staged.next_multiple_of(ALIGN_BYTES);
         self.staging[self.staged..padded].fill(0);
-        let at = self.at as usize;
-        if at < self.head.len() {
-            let end = self.head.len().min(at + padded);
-            self.head[at..end].copy_from_slice(&self.staging[..end - at]);
-        }
+        keep_head(&mut self.head, self.at, &self.staging[..padded]);
         self.file.write_all_at(&self.staging[..padded], self.at)
+    }
+
+    /// Hands the full staging buffer to the writer thread (started the
+    /// first time) and stages into the other one from then on.
+    fn write_full_behind(&mut self) -> io::Result<()> {
+        debug_assert_eq!(self.staged, self.staging.len());
+        let behind = match &mut self.behind {
+            Some(behind) => behind,
+            None => {
+                let file = self.file.try_clone()?;
+                #[cfg(test)]
+                let fail_from = self.fail_from;
+                let write_at = move |bytes: &[u8], at: u64| {
+                    #[cfg(test)]
+                    if fail_from.is_some_and(|from| at >= from) {
+                        return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+                    }
+                    file.write_all_at(bytes, at)
+                };
+                self.behind.insert(WriteBehind::start(self.staging.len(), write_at)?)
+            }
+        };
+        let spare = behind.take_spare()?;
+        let bytes = std::mem::replace(&mut self.staging, spare);
+        let to_write = behind.to_write.as_ref().expect("open until dropped");
+        keep_head(&mut self.head, self.at, &bytes);
+        let full = FullBuffer { bytes, at: self.at };
+        to_write.send(full).map_err(|_| io::Error::other("the appender's writer thread ended"))
+    }
+}
+
+/// Copies into `head` (the file's kept first bytes) those of `bytes`,
+/// written at file offset `at`, that fall in it.
+fn keep_head(head: &mut [u8], at: u64, bytes: &[u8]) {
+    let at = at as usize;
+    if at < head.len() {
+        let end = head.len().min(at + bytes.len());
+        head[at..end].copy_from_slice(&bytes[..end - at]);
     }
 }
 
 impl Drop for DirectAppender {
     fn drop(&mut self) {
+        // Its write done before the hidden file goes.
+        self.behind = None;
         // Not finished: nothing of it may be taken for the whole file.
         if let Some((hidden, _)) = &self.unfinished {
             let _ = fs::remove_file(hidden);
@@ -297,6 +451,36 @@ mod tests {
             let file = std::fs::read(&path).unwrap();
             assert!(file[..head_bytes] == head[..] && file[head_bytes..] == data[..], "{head_bytes}, {data_bytes}");
             assert!(DirectAppender::create_new(&path, staging_bytes, 0).is_err(), "exists");
+        }
+    }
+
+    /// A write behind that fails is reported by the next call that needs
+    /// its buffer, or by a flush, as the OS error it was; and every call
+    /// after it fails too, so that nothing is flushed over the hole.
+    #[test]
+    fn a_failed_write_behind_is_reported_and_stays_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let staging_bytes = 8 << 10;
+        let data = pattern(10 * staging_bytes);
+        for flush_first in [false, true] {
+            let path = dir.path().join(format!("failing-{flush_first}"));
+            let mut appender = DirectAppender::create(&path, staging_bytes).unwrap();
+            appender.fail_from = Some(2 * staging_bytes as u64);
+            // The first two buffers are written; the third is handed over
+            // and fails behind the caller's back.
+            appender.append(&data[..3 * staging_bytes]).unwrap();
+            let error = if flush_first {
+                appender.flush().unwrap_err()
+            } else {
+                appender.append(&data[3 * staging_bytes..]).unwrap_err()
+            };
+            assert_eq!(error.raw_os_error(), Some(libc::ENOSPC), "flush first: {flush_first}");
+            assert_eq!(appender.flush().unwrap_err().raw_os_error(), Some(libc::ENOSPC));
+            assert_eq!(appender.sync_data().unwrap_err().raw_os_error(), Some(libc::ENOSPC));
+            assert!(appender.append(&data[..2 * staging_bytes]).is_err());
+            drop(appender);
+            let file = std::fs::read(&path).unwrap();
+            assert!(file.len() <= 3 * staging_bytes && file[..2 * staging_bytes] == data[..2 * staging_bytes]);
         }
     }
 
