@@ -20,10 +20,11 @@
 //!
 //! Why compressed: at 8 men the decision log of 4v4 would be about 26 GB
 //! raw, next to 24 GB of planes, on a disk that must also hold the rest of
-//! the table. zstd level 1 makes the 6-men 3v3 decision log 2.45 times
+//! the table. zstd level 1 made the 6-men 3v3 decision log 2.45 times
 //! smaller and its capture schedule 2.44 times (level 3 was no better on a
 //! part of the log, with the zstd tool), for about 13% more CPU time in a
-//! streamed 6-men run.
+//! streamed 6-men run; the frames are packed at level -1 since session 72
+//! ([`FRAME_LEVEL`]).
 //!
 //! Why layouts as differences: entries come in ascending layouts, so the
 //! differences are small and repeat, which zstd finds at once. On the
@@ -57,8 +58,12 @@ const STORED_ENTRY_BYTES: usize = 9;
 /// and unpacking hold in memory, whatever the size of a group.
 pub(super) const FRAME_ENTRIES: usize = 16 << 10;
 pub(super) const FRAME_HEADER_BYTES: usize = 12;
-/// zstd level of the frames: the fastest, and no worse than level 3 here.
-const FRAME_LEVEL: i32 = 1;
+/// zstd level of the frames: -1 (`--fast=1`). Against level 1, at 8 men
+/// under 1 GiB, 4v4's schedule is 30% larger (2.62 GB against 2.02) and
+/// its log at depth 10 17%, but a run to 4v4's depth 10 took 2% less wall
+/// time and 3% less CPU time, 3v4+4v3 5-10 s less (docs/BENCHMARKS.md,
+/// session 72). Level 3 packed no smaller than level 1.
+const FRAME_LEVEL: i32 = -1;
 
 /// Writes the entry (`layout`, `states`) into the first [`ENTRY_BYTES`] of
 /// `into`.
@@ -204,7 +209,7 @@ fn pack_stored(stored: &[u8], (entries, first_layout): (usize, u32), into: &mut 
     debug_assert!(entries <= FRAME_ENTRIES && stored.len() <= entries * STORED_ENTRY_BYTES);
     COMPRESSOR.with_borrow_mut(|compressor| {
         let compressor = compressor.get_or_insert_with(|| {
-            let mut compressor = zstd::bulk::Compressor::new(FRAME_LEVEL).expect("zstd level 1 exists");
+            let mut compressor = zstd::bulk::Compressor::new(FRAME_LEVEL).expect("zstd level -1 exists");
             // A frame checks itself when unpacked (4 bytes): the files
             // have no other checksum.
             let checksum = zstd::zstd_safe::CParameter::ChecksumFlag(true);
