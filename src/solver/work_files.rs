@@ -62,11 +62,13 @@ fn plane_bit(lane: Lane) -> u8 {
 /// Measured peaks (everything the directory held at once: both slots of
 /// the planes, the decision log, the capture schedule, the finished
 /// materials' packed values) were 30.3-32.0 bytes per layout at 8 men under
-/// 1 GiB (4v4's 1,211,364,000 layouts, 36.7-38.8 GB, sessions 54-57) and
-/// 23.9 at 6 men under 32 MiB (3v3's 31,878,000 layouts, 0.762 GB,
-/// `scripts/work-disk.sh 6 32MiB`, session 57; docs/BENCHMARKS.md); the
-/// higher figure, rounded up, so the estimate errs on the side of too much.
-pub const WORK_DISK_BYTES_PER_LAYOUT: u64 = 33;
+/// 1 GiB (4v4's 1,211,364,000 layouts, 36.7-38.8 GB, sessions 54-57), 33.6
+/// since the log and schedule frames are packed at zstd level -1 (40.67
+/// GB, session 72), and 23.9 at 6 men under 32 MiB (3v3's 31,878,000
+/// layouts, 0.762 GB, `scripts/work-disk.sh 6 32MiB`, session 57;
+/// docs/BENCHMARKS.md); the higher figure, rounded up with a byte to
+/// spare, so the estimate errs on the side of too much.
+pub const WORK_DISK_BYTES_PER_LAYOUT: u64 = 35;
 
 /// A run's work-directory disk, before it starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
