@@ -81,7 +81,7 @@ for round in $(seq 1 "$rounds"); do
       last=$(tr '\r' '\n' < "$dir/progress.log" | grep -Em1 "$stop" || true)
       [ -n "$last" ] || { echo "run $which.$round ended before 4v4's depth $until" >&2; exit 1; }
       steps=$(tr '\r' '\n' < "$dir/progress.log" | sed -En "1,/$stop/p" | grep -E "plies, [0-9]+ states.*computing" | sed -E \
-        's/.*computing ([0-9.]+)s, settling ([0-9.]+)s, waiting for I\/O ([0-9.]+)s.*/\1 \2 \3/' |
+        's/.*computing ([0-9.]+)s[^,]*, settling ([0-9.]+)s[^,]*, waiting for I\/O ([0-9.]+)s.*/\1 \2 \3/' |
         awk -v w="$(echo "$last" | seconds)" -v i="$wall" \
           '{c += $1; s += $2; t += $3} END {printf "\t%d\t%.1f\t%.1f\t%.1f", w - i, c, s, t}')
     fi
@@ -91,7 +91,7 @@ for round in $(seq 1 "$rounds"); do
 done
 for which in base this; do
   printf 'median\t%s\t%s\t%s%b\n' "$which" \
-    "$(awk -v w="$which" '$2 == w {print $3}' "$results" | median)" \
-    "$(awk -v w="$which" '$2 == w {print $4}' "$results" | median)" \
-    "${until:+\t\t$(awk -v w="$which" '$2 == w {print $6}' "$results" | median)}"
+    "$(awk -F'\t' -v w="$which" '$2 == w {print $3}' "$results" | median)" \
+    "$(awk -F'\t' -v w="$which" '$2 == w {print $4}' "$results" | median)" \
+    "${until:+\t\t$(awk -F'\t' -v w="$which" '$2 == w {print $6}' "$results" | median)}"
 done

@@ -5,7 +5,7 @@
 //! schedules before version 9), differences with the entries' bytes in
 //! byte planes (schedules from version 9 to 13), and compact (logs since
 //! version 13, schedules since 14: `solver::entries`). Reads the file's
-//! frames (as version 14 writes them) up to LIMIT_MIB packed bytes,
+//! frames (as version 16 writes them) up to LIMIT_MIB packed bytes,
 //! unpacks them, and packs them again each way at zstd level LEVEL, one
 //! frame at a time on one thread; the times include each way's own
 //! transform and its undoing.
@@ -21,7 +21,7 @@ use std::time::Instant;
 /// frames have none) and of a frame header (`solver::entries`), and of an
 /// entry.
 const CHUNK_HEADER_BYTES: usize = 16;
-const FRAME_HEADER_BYTES: usize = 8;
+const FRAME_HEADER_BYTES: usize = 12;
 const ENTRY_BYTES: usize = 8;
 /// Most bytes a compact entry takes (`solver::entries`).
 const COMPACT_ENTRY_BYTES: usize = 9;
@@ -184,7 +184,7 @@ fn main() {
             .decompress(&payload, entries * COMPACT_ENTRY_BYTES)
             .ok()
             .and_then(|stored| restore(Way::Compact, &stored, &mut raw))
-            .unwrap_or_else(|| fail(&format!("'{path}' is not a log or schedule of checkpoint version 14")));
+            .unwrap_or_else(|| fail(&format!("'{path}' is not a log or schedule of checkpoint version 16")));
         measure(&raw, &mut packer, &mut unpacker, &mut totals);
         (measured, raw_bytes, packed_bytes) = (measured + 1, raw_bytes + raw.len(), packed_bytes + compressed);
     }

@@ -364,6 +364,9 @@ mod tests {
         assert!(refused(&stored[..stored.len() - 1], 3), "cut in the states");
         assert!(refused(&[0x03], 1), "the first entry's states repeat no entry");
         assert!(refused(&[0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0, 0, 0], 1), "a varint over five bytes");
+        assert!(refused(&[0xff, 0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0], 1), "a difference over 32 bits");
+        assert!(refused(&[0xff, 0xff, 0xff, 0xff, 0xff], 1), "a varint over five bytes, nothing after");
+        assert!(refused(&[0x80], 1), "a varint cut short");
         // Through zstd as well: an unpacker refuses the frame.
         let mut packed = vec![0u8; frames_bound(3)];
         let len = pack_frame(&raw, &mut packed);
