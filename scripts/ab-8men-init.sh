@@ -24,7 +24,8 @@
 #   scripts/ab-8men-init.sh HEAD~1 3 /work/scratch/abi
 #   UNTIL=7 scripts/ab-8men-init.sh HEAD~1 2 /work/scratch/abi
 # WORKDIR needs about 40 GB free while the kit is made (default: a
-# directory under target/), 2 GB a run after.
+# directory under target/), 2 GB a run after; with UNTIL, about 30 GB a
+# run by depth 4 (each run's copy is removed when it ends, or fails).
 set -euo pipefail
 base_rev=${1:?usage: scripts/ab-8men-init.sh BASE [ROUNDS] [WORKDIR]}
 rounds=${2:-3}
@@ -50,6 +51,9 @@ until=${UNTIL:-}
 # (not its batch lines, "depth D plies: ...").
 if [ -n "$until" ]; then stop="depth $until plies, [0-9]+ states"; else stop="initialised"; fi
 printf 'round\tbinary\tinit_wall_s\tcpu_s\tpacked_read%b\n' "${until:+\tsteps_wall_s\tcomputing_s\tsettling_s\twaiting_s}"
+# A failed run's copy goes too (a few of them fill the disk), after its
+# last progress lines are shown.
+gone() { tr '\r' '\n' < "$dir/progress.log" | tail -3 >&2; rm -rf "$dir"; }
 for round in $(seq 1 "$rounds"); do
   for which in base this; do
     dir="$scratch/$which.$round"
@@ -72,14 +76,14 @@ for round in $(seq 1 "$rounds"); do
     done
     wait "$pid" 2> /dev/null || true
     line=$(tr '\r' '\n' < "$dir/progress.log" | grep -m1 "initialised" || true)
-    [ -n "$line" ] || { echo "run $which.$round ended before 4v4 was initialised" >&2; exit 1; }
+    [ -n "$line" ] || { gone; echo "run $which.$round ended before 4v4 was initialised" >&2; exit 1; }
     wall=$(echo "$line" | seconds)
     read_packed=$(echo "$line" | sed -E 's/.*read ([0-9.]+ [KMG]iB).*/\1/')
     cpu=$(awk -F': ' '/User time/ {u=$2} /System time/ {s=$2} END {printf "%.2f", u + s}' "$dir/time.txt")
     steps=""
     if [ -n "$until" ]; then
       last=$(tr '\r' '\n' < "$dir/progress.log" | grep -Em1 "$stop" || true)
-      [ -n "$last" ] || { echo "run $which.$round ended before 4v4's depth $until" >&2; exit 1; }
+      [ -n "$last" ] || { gone; echo "run $which.$round ended before 4v4's depth $until" >&2; exit 1; }
       steps=$(tr '\r' '\n' < "$dir/progress.log" | sed -En "1,/$stop/p" | grep -E "plies, [0-9]+ states.*computing" | sed -E \
         's/.*computing ([0-9.]+)s[^,]*, settling ([0-9.]+)s[^,]*, waiting for I\/O ([0-9.]+)s.*/\1 \2 \3/' |
         awk -v w="$(echo "$last" | seconds)" -v i="$wall" \
