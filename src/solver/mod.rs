@@ -1534,6 +1534,9 @@ fn step(
     let (this, other) = pair_views(works, i);
     let mut times = StepTimes::default();
     let mut results: Vec<(Vec<UnitSpec>, Vec<UnitReport>)> = Vec::new();
+    // The dense groups a streamed win step visited, read without `lost`
+    // (see `read` below), with their undecided states before it.
+    let mut lost_unread: Vec<(usize, u64)> = Vec::new();
     match window {
         None => {
             let all: Vec<usize> = (0..this.index.groups().len()).collect();
@@ -1599,8 +1602,12 @@ fn step(
             let win_step = depth % 2 == 1;
             let sparse = |g: usize| this_ref.groups[g].sparse_layouts > 0;
             let relisting = |g: usize| win_step && sparse::relists(this_ref.groups[g]);
+            // A win step does not read a dense group's `lost`: its new wins
+            // never fall on a lost state, so it takes undecided as `!won`
+            // (`lost` zeroed; see DESIGN.md, "Win steps without `lost`").
             let read = |lane: Lane, g: usize| match lane {
-                Lane::Won | Lane::Lost if !sparse(g) || relisting(g) => PlaneLoad::Read,
+                Lane::Won if !sparse(g) || relisting(g) => PlaneLoad::Read,
+                Lane::Lost if (!sparse(g) && !win_step) || relisting(g) => PlaneLoad::Read,
                 Lane::Capture if !sparse(g) && (!win_step || due(g)) => PlaneLoad::Read,
                 Lane::Held if !sparse(g) && !win_step => PlaneLoad::Read,
                 Lane::SparseWon | Lane::SparseRest => PlaneLoad::Read,
@@ -1923,15 +1930,38 @@ fn step(
             }
             disk.drain()?;
             times.io_in_turn(started);
+            lost_unread = results
+                .iter()
+                .flat_map(|(units, _)| units.iter().map(|u| u.0))
+                .collect::<BTreeSet<usize>>()
+                .into_iter()
+                .filter(|&g| depth % 2 == 1 && this.groups[g].sparse_layouts == 0)
+                .map(|g| (g, this.groups[g].undecided))
+                .collect();
             for (g, listed) in turned {
                 this.groups[g].sparse_layouts = listed;
             }
         }
     }
     let (mut decided, mut visited) = (0, 0);
-    for (units, reports) in results {
-        decided += record(this, &units, &reports, true).decided;
+    for (units, reports) in &results {
+        decided += record(this, units, reports, true).decided;
         visited += units.iter().map(|u| u.0).collect::<BTreeSet<_>>().len() as u64;
+    }
+    // The groups read without `lost` counted their lost states as
+    // undecided: their counts are those before the step less what it
+    // decided (exact: every decision is of an undecided state).
+    if !lost_unread.is_empty() {
+        let mut decided_in = vec![0u64; this.groups.len()];
+        for (units, reports) in &results {
+            for (unit, report) in units.iter().zip(reports) {
+                decided_in[unit.0] += report.decided;
+            }
+        }
+        for (g, before) in lost_unread {
+            assert!(decided_in[g] <= before, "group {g} decided {} of its {before} undecided states", decided_in[g]);
+            this.groups[g].undecided = before - decided_in[g];
+        }
     }
     Ok((decided, visited, times))
 }
