@@ -1243,13 +1243,25 @@ fn run_finish(groups: &[usize], own: Own, finish: impl Fn(usize, &[u32], &[u32],
     });
 }
 
+/// Where a pass's undecided counts per group come from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum UndecidedCount {
+    /// The kernels' reports.
+    Reported,
+    /// The count before the pass less the states it decided (exact: every
+    /// decision is of an undecided state), for a streamed win step, whose
+    /// kernels count a dense group's lost states as undecided (it reads
+    /// no `lost`; DESIGN.md, "Win steps without `lost`").
+    LessDecided,
+}
+
 /// Stores per-group results of a pass; returns their total.
 fn record_reports(
     groups: &mut [GroupState],
     changed: &mut GroupFlags,
-    units: &[UnitSpec],
-    reports: &[UnitReport],
+    (units, reports): (&[UnitSpec], &[UnitReport]),
     mark: bool,
+    count: UndecidedCount,
 ) -> UnitReport {
     let mut total = UnitReport::default();
     let mut i = 0;
@@ -1260,7 +1272,18 @@ fn record_reports(
             merged = UnitReport::merge(merged, reports[i]);
             i += 1;
         }
-        groups[g].undecided = merged.undecided;
+        groups[g].undecided = match count {
+            UndecidedCount::Reported => merged.undecided,
+            UndecidedCount::LessDecided => {
+                let before = groups[g].undecided;
+                assert!(
+                    merged.decided <= before,
+                    "group {g} decided {} of its {before} undecided states",
+                    merged.decided
+                );
+                before - merged.decided
+            }
+        };
         if !mark {
             // Initialisation: the only pass that reports capture events.
             // Its no-move losses are what the first win step's moves can
@@ -1369,8 +1392,14 @@ fn own_resident<'a>(
 }
 
 /// Stores per-group results of a pass; returns their total.
-fn record(work: &mut Work, units: &[UnitSpec], reports: &[UnitReport], mark: bool) -> UnitReport {
-    record_reports(&mut work.groups, &mut work.changed, units, reports, mark)
+fn record(
+    work: &mut Work,
+    units: &[UnitSpec],
+    reports: &[UnitReport],
+    mark: bool,
+    count: UndecidedCount,
+) -> UnitReport {
+    record_reports(&mut work.groups, &mut work.changed, (units, reports), mark, count)
 }
 
 fn initialize(
@@ -1393,7 +1422,7 @@ fn initialize(
         }
         let own = own_resident(lanes, work.width, &pm, &vm);
         let reports = run_init(rules, moves, (&work.index, &work.sides), &units, own);
-        return Ok(record(work, &units, &reports, false));
+        return Ok(record(work, &units, &reports, false, UndecidedCount::Reported));
     };
     let mut total = UnitReport::default();
     // Initialisation's losses (no move, under the loss rule) are the first
@@ -1453,7 +1482,7 @@ fn initialize(
             // Initialisation looks at every placement.
             let ((fresh, _), scratch) = window.owns[0].decided_and_scratch();
             log_decisions(work, &decided, (&pm, &vm), ((fresh, None), scratch), &[])?;
-            total = UnitReport::merge(total, record(work, &units, &reports, false));
+            total = UnitReport::merge(total, record(work, &units, &reports, false, UndecidedCount::Reported));
         }
     }
     disk.drain()?;
@@ -1534,9 +1563,8 @@ fn step(
     let (this, other) = pair_views(works, i);
     let mut times = StepTimes::default();
     let mut results: Vec<(Vec<UnitSpec>, Vec<UnitReport>)> = Vec::new();
-    // The dense groups a streamed win step visited, read without `lost`
-    // (see `read` below), with their undecided states before it.
-    let mut lost_unread: Vec<(usize, u64)> = Vec::new();
+    // A streamed win step reads no dense group's `lost` (see `read` below).
+    let mut count = UndecidedCount::Reported;
     match window {
         None => {
             let all: Vec<usize> = (0..this.index.groups().len()).collect();
@@ -1930,38 +1958,18 @@ fn step(
             }
             disk.drain()?;
             times.io_in_turn(started);
-            lost_unread = results
-                .iter()
-                .flat_map(|(units, _)| units.iter().map(|u| u.0))
-                .collect::<BTreeSet<usize>>()
-                .into_iter()
-                .filter(|&g| depth % 2 == 1 && this.groups[g].sparse_layouts == 0)
-                .map(|g| (g, this.groups[g].undecided))
-                .collect();
+            if win_step {
+                count = UndecidedCount::LessDecided;
+            }
             for (g, listed) in turned {
                 this.groups[g].sparse_layouts = listed;
             }
         }
     }
     let (mut decided, mut visited) = (0, 0);
-    for (units, reports) in &results {
-        decided += record(this, units, reports, true).decided;
+    for (units, reports) in results {
+        decided += record(this, &units, &reports, true, count).decided;
         visited += units.iter().map(|u| u.0).collect::<BTreeSet<_>>().len() as u64;
-    }
-    // The groups read without `lost` counted their lost states as
-    // undecided: their counts are those before the step less what it
-    // decided (exact: every decision is of an undecided state).
-    if !lost_unread.is_empty() {
-        let mut decided_in = vec![0u64; this.groups.len()];
-        for (units, reports) in &results {
-            for (unit, report) in units.iter().zip(reports) {
-                decided_in[unit.0] += report.decided;
-            }
-        }
-        for (g, before) in lost_unread {
-            assert!(decided_in[g] <= before, "group {g} decided {} of its {before} undecided states", decided_in[g]);
-            this.groups[g].undecided = before - decided_in[g];
-        }
     }
     Ok((decided, visited, times))
 }
