@@ -2985,7 +2985,8 @@ fn keep_move_lists(moves: &MoveTable, works: &mut [Work], spare_bytes: Option<u6
     else {
         return;
     };
-    if !works.iter().all(|work| move_lists::fits_kept_offsets(&work.planes)) {
+    // Quiet moves land in the pair's materials.
+    if !works.iter().all(|work| move_lists::fits_kept_offsets(&work.index)) {
         return;
     }
     // Fresh flags: (plane lane elements, words per block) per material.
@@ -3001,7 +3002,7 @@ fn keep_move_lists(moves: &MoveTable, works: &mut [Work], spare_bytes: Option<u6
         .map(|(k, counted)| {
             // Quiet moves land in the mirror (in itself if symmetric).
             let target = &works[works.len() - 1 - k];
-            MoveLists::new(moves, &works[k].index, (&target.index, &target.planes), counted)
+            MoveLists::new(moves, &works[k].index, &target.index, counted)
         })
         .collect();
     for ((work, lists), (elements, block)) in works.iter_mut().zip(lists).zip(flags) {
