@@ -1920,10 +1920,18 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             Mirrored::Writes(image) => Some(image),
             Mirrored::Own => None,
         };
+        // Its fresh flag, if kept, says whether there is anything to
+        // clear: reading the words was a cache miss at most visits (the
+        // flag is from the last loss step: the unit's writer stores it
+        // only once past its word).
         let fresh = &mut own.fresh[first..first + p * q];
-        if fresh.iter().any(|&word| word != 0) {
-            fresh.fill(0);
-            report.modified = true;
+        if input.own_fresh.is_none_or(|flags| flags.get(flag)) {
+            if fresh.iter().any(|&word| word != 0) {
+                fresh.fill(0);
+                report.modified = true;
+            }
+        } else {
+            debug_assert!(fresh.iter().all(|&word| word == 0), "a clear flag means no fresh word");
         }
         if let Some(image_first) = image.and_then(|image| image.first) {
             // Its fresh flag (which the placement solved for it keeps, with
