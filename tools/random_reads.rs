@@ -6,8 +6,12 @@
 //! offset depends on the last read: the latency alone). With `huge`, the
 //! lane is an anonymous mapping advised for transparent huge pages
 //! (`madvise(MADV_HUGEPAGE)`); without, 4 KiB pages, as the solver's
-//! buffers get where transparent huge pages are madvise-only.
-//! Usage: cargo run --release --example random_reads -- [LANE_MIB] [READS_M] [huge]
+//! buffers get where transparent huge pages are madvise-only. With
+//! `line`, every block starts on a 64-byte line (as in a lane whose
+//! blocks were padded to 16 words), so none spans two lines; without, a
+//! block starts at any word, as the solver's 9-word blocks do, and 35 in
+//! 64 of them span two lines.
+//! Usage: cargo run --release --example random_reads -- [LANE_MIB] [READS_M] [huge] [line]
 use memmap2::{Advice, MmapMut};
 use std::hint::black_box;
 use std::time::Instant;
@@ -22,7 +26,9 @@ fn main() {
     let (lane_mib, reads_m) = (arg(1, 128), arg(2, 100));
     let words = (lane_mib << 20) / 4;
     let reads = reads_m * 1_000_000 / BATCH * BATCH;
-    let huge = std::env::args().nth(3).is_some_and(|a| a == "huge");
+    let huge = std::env::args().skip(3).any(|a| a == "huge");
+    // Words a block's start is a multiple of.
+    let start_words = if std::env::args().skip(3).any(|a| a == "line") { 16 } else { 1 };
     let mut map = MmapMut::map_anon(words * 4).expect("map the lane");
     if huge {
         map.advise(Advice::HugePage).expect("madvise(MADV_HUGEPAGE)");
@@ -39,7 +45,7 @@ fn main() {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            (x >> 11) as usize % (words - BLOCK_WORDS)
+            (x >> 11) as usize % (words - BLOCK_WORDS) / start_words * start_words
         })
         .collect();
     for way in ["plain", "prefetched", "dependent"] {
@@ -64,7 +70,8 @@ fn main() {
         black_box(acc);
         let ns = started.elapsed().as_secs_f64() * 1e9 / reads as f64;
         let pages = if huge { "huge pages" } else { "4 KiB pages" };
-        println!("{lane_mib} MiB lane, {pages}, {way:>10}: {ns:6.2} ns per block");
+        let starts = if start_words == 1 { "any word" } else { "line starts" };
+        println!("{lane_mib} MiB lane, {pages}, blocks at {starts}, {way:>10}: {ns:6.2} ns per block");
     }
 }
 
