@@ -965,9 +965,10 @@ pub(super) struct ListedMove {
 /// [`KeptLanding`]), the cards with that offset, and whether the piece
 /// passes another of the mover's (with the placement's board). So a step
 /// folds it with no ranking and no copying (copying kept moves into a
-/// list was about 15% of the instructions of a 4-men run), and 3v3's
-/// lists take 4 bytes a move, not the 8 that a whole-lane offset and
-/// the derived fields took (about 200 MB less memory to fault in).
+/// list was about 15% of the instructions of a 4-men run), and a list
+/// takes 4 bytes a move, not the 8 that a whole-lane offset and the
+/// derived fields took (3v3's lists: 110 MB instead of 200 with the
+/// default set's mirror, docs/BENCHMARKS.md, session 74).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct KeptMove(u32);
 
@@ -980,11 +981,13 @@ impl KeptMove {
     /// Elements a landing group may have for its moves to be kept.
     pub const MAX_GROUP_ELEMENTS: u64 = 1 << Self::GROUP_ELEMENT_BITS;
 
+    /// The kept form of a listed move.
     #[inline]
-    fn new(group_element: u64, from: u8, to: u8) -> KeptMove {
+    pub(super) fn of(m: &ListedMove) -> KeptMove {
+        let group_element = u64::from(m.base);
         assert!(group_element < Self::MAX_GROUP_ELEMENTS, "a kept move's block lies in a landing group it can number");
         // `target_index` fits the 10 bits left: squares are below 32.
-        KeptMove((target_index(from, to) as u32) << Self::GROUP_ELEMENT_BITS | group_element as u32)
+        KeptMove((target_index(m.from, m.to) as u32) << Self::GROUP_ELEMENT_BITS | m.base)
     }
 
     /// Element number of the block's first word within its landing group.
@@ -999,10 +1002,12 @@ impl KeptMove {
         (self.0 >> Self::GROUP_ELEMENT_BITS) as usize
     }
 
+    /// The square the piece moves from.
     pub fn from(self) -> u8 {
         (self.square_pair() >> 5) as u8
     }
 
+    /// The square it moves to.
     pub fn to(self) -> u8 {
         (self.square_pair() & 31) as u8
     }
@@ -1013,7 +1018,7 @@ impl KeptMove {
 /// unit's [`Landing`] (0 where no move lands).
 pub(super) struct KeptLanding<'a> {
     lane: &'a [u32],
-    segment_starts: [u32; ROWS * ROWS],
+    segment_starts: [usize; ROWS * ROWS],
 }
 
 impl<'a> KeptLanding<'a> {
@@ -1024,7 +1029,7 @@ impl<'a> KeptLanding<'a> {
             slot.map_or(0, |(_, segment)| {
                 let start = (segment.as_ptr() as usize).wrapping_sub(lane.as_ptr() as usize) / word;
                 assert!(start + segment.len() <= lane.len(), "a landing segment lies in the landing lane");
-                start as u32
+                start
             })
         });
         KeptLanding { lane, segment_starts }
@@ -1036,13 +1041,6 @@ impl<'a> KeptLanding<'a> {
 pub(super) struct KeptMoves<'a> {
     pub moves: &'a [KeptMove],
     pub cards_with_moves: u8,
-}
-
-impl MoveTable {
-    /// The kept form of a listed move.
-    pub(super) fn kept_move(&self, m: &ListedMove) -> KeptMove {
-        KeptMove::new(m.base as u64, m.from, m.to)
-    }
 }
 
 /// Calls `visit(move, landing segment)` for every quiet board move of a
@@ -1398,7 +1396,7 @@ fn fold_kept(
     let lane = landing.lane;
     let start = |m: &KeptMove| -> (usize, &Target) {
         let target = &moves.targets[m.square_pair()];
-        (landing.segment_starts[target.landing_slot as usize] as usize + m.group_element(), target)
+        (landing.segment_starts[target.landing_slot as usize] + m.group_element(), target)
     };
     // Blocks are scattered over the landing slice: ask for all of them
     // before folding any, so that their reads overlap (copying the kept

@@ -96,7 +96,7 @@ impl MoveLists {
                     continue;
                 }
                 *cards = kernel::for_each_quiet_move(moves, &landing, m, o, |listed, _| {
-                    out[n] = moves.kept_move(&listed);
+                    out[n] = KeptMove::of(&listed);
                     n += 1;
                 });
             }
