@@ -889,7 +889,7 @@ pub(super) struct StepInput<'a> {
     /// The unit's material's placements' quiet moves, if kept.
     pub kept: Option<&'a MoveLists>,
     /// The region the landing segments lie in: the whole landing lane
-    /// (resident), which kept moves' [`KeptMove::offset`]s point into, or
+    /// (resident), in which kept moves' blocks lie ([`KeptLanding`]), or
     /// the slice buffer (streamed). [`StepInput::landing_blocks`] numbers
     /// blocks by their first element in it.
     pub landing_lane: &'a [u32],
