@@ -48,6 +48,9 @@ pub struct MoveTable {
     cards: CardTables,
     /// Card states after playing each card, for folding capture values.
     capture_values: CaptureValues,
+    /// By bit set of card slots: the successor-state bits of a move with
+    /// one of them ([`group_mask`]).
+    successor_states: [u32; 1 << CARDS_PER_GAME],
     /// The card set's mirror, if it is mirror-closed (and steps are to
     /// use it).
     pub mirror: Option<Mirror>,
@@ -62,11 +65,6 @@ struct Target {
     cards: u8,
     /// Successor-state bits of a move with one of those cards: their groups.
     successor_states: u32,
-    /// [`landing_slot`] of the move.
-    landing_slot: u8,
-    /// The squares strictly between the two ([`between`]): a move passes
-    /// another of the mover's pieces if one stands there.
-    between: u32,
 }
 
 impl MoveTable {
@@ -85,20 +83,17 @@ impl MoveTable {
                 }
             }
         }
-        for from in 0..SQUARES as u8 {
-            for to in 0..SQUARES as u8 {
-                let target = &mut targets[target_index(from, to)];
-                target.successor_states = group_mask(target.cards);
-                target.landing_slot = landing_slot(from, to);
-                target.between = between(from, to);
-            }
+        for target in targets.iter_mut() {
+            target.successor_states = group_mask(target.cards);
         }
+        let successor_states = std::array::from_fn(|cards| group_mask(cards as u8));
         MoveTable {
             reach,
             card_reach,
             targets,
             cards: CardTables::new(),
             capture_values: CaptureValues::new(),
+            successor_states,
             mirror: Mirror::of(&rules.cards),
             crossing: CrossingTable::new(),
         }
@@ -164,7 +159,7 @@ pub(super) struct Landing<'a, T> {
 
 /// Where in a [`Landing`] the moves from `from` to `to` land: by their rows.
 #[inline(always)]
-pub(super) fn landing_slot(from: u8, to: u8) -> u8 {
+fn landing_slot(from: u8, to: u8) -> u8 {
     (from / 5) * ROWS as u8 + to / 5
 }
 
@@ -889,7 +884,7 @@ pub(super) struct StepInput<'a> {
     /// The unit's material's placements' quiet moves, if kept.
     pub kept: Option<&'a MoveLists>,
     /// The region the landing segments lie in: the whole landing lane
-    /// (resident), in which kept moves' blocks lie ([`KeptLanding`]), or
+    /// (resident), which kept moves' [`KeptMove::offset`]s point into, or
     /// the slice buffer (streamed). [`StepInput::landing_blocks`] numbers
     /// blocks by their first element in it.
     pub landing_lane: &'a [u32],
@@ -957,83 +952,22 @@ pub(super) struct ListedMove {
     pub crossing: bool,
 }
 
-/// A quiet board move of a placement as [`MoveLists`] keeps it, in one
-/// 32-bit word: where its successors' block starts within its landing
-/// group (an element number, the same in every plane lane) and the square
-/// pair it moves between. The pair gives the rest: the landing group (by
-/// [`landing_slot`], whose segment start a step takes once per unit,
-/// [`KeptLanding`]), the cards with that offset, and whether the piece
-/// passes another of the mover's (with the placement's board). So a step
-/// folds it with no ranking and no copying (copying kept moves into a
-/// list was about 15% of the instructions of a 4-men run), and a list
-/// takes 4 bytes a move, not the 8 that a whole-lane offset and the
-/// derived fields took (3v3's lists: 110 MB instead of 200 with the
-/// default set's mirror, docs/BENCHMARKS.md, session 74).
+/// A quiet board move of a placement as [`MoveLists`] keeps it: where its
+/// successors' block starts in the landing material's resident plane
+/// lanes, so that a step folds it with no landing table, no ranking and no
+/// copying (copying kept moves into a list was about 15% of the
+/// instructions of a 4-men run).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct KeptMove(u32);
-
-impl KeptMove {
-    /// Bits of the block's element number within its landing group: the
-    /// largest group up to 8 men has 3.2 M layouts (4v4), under 2^22;
-    /// [`super::move_lists::fits_kept_offsets`] refuses lists for a
-    /// material with a larger landing group (some at 10 men).
-    pub const GROUP_ELEMENT_BITS: u32 = 22;
-    /// Elements a landing group may have for its moves to be kept.
-    pub const MAX_GROUP_ELEMENTS: u64 = 1 << Self::GROUP_ELEMENT_BITS;
-
-    /// The kept form of a listed move.
-    #[inline]
-    pub(super) fn of(m: &ListedMove) -> KeptMove {
-        let group_element = u64::from(m.base);
-        assert!(group_element < Self::MAX_GROUP_ELEMENTS, "a kept move's block lies in a landing group it can number");
-        // `target_index` fits the 10 bits left: squares are below 32.
-        KeptMove((target_index(m.from, m.to) as u32) << Self::GROUP_ELEMENT_BITS | m.base)
-    }
-
-    /// Element number of the block's first word within its landing group.
-    #[inline(always)]
-    pub fn group_element(self) -> usize {
-        (self.0 & (Self::MAX_GROUP_ELEMENTS as u32 - 1)) as usize
-    }
-
-    /// The move's square pair as [`MoveTable::target`] numbers it.
-    #[inline(always)]
-    fn square_pair(self) -> usize {
-        (self.0 >> Self::GROUP_ELEMENT_BITS) as usize
-    }
-
-    /// The square the piece moves from.
-    pub fn from(self) -> u8 {
-        (self.square_pair() >> 5) as u8
-    }
-
-    /// The square it moves to.
-    pub fn to(self) -> u8 {
-        (self.square_pair() & 31) as u8
-    }
-}
-
-/// Where the landing groups of one unit's kept moves start in the landing
-/// lane, by [`landing_slot`]: the element number of each segment of the
-/// unit's [`Landing`] (0 where no move lands).
-pub(super) struct KeptLanding<'a> {
-    lane: &'a [u32],
-    segment_starts: [usize; ROWS * ROWS],
-}
-
-impl<'a> KeptLanding<'a> {
-    /// The segment starts of `landing`, whose segments lie in `lane`.
-    pub fn new(landing: &Landing<'a, u32>, lane: &'a [u32]) -> KeptLanding<'a> {
-        let word = std::mem::size_of::<u32>();
-        let segment_starts = landing.groups.map(|slot| {
-            slot.map_or(0, |(_, segment)| {
-                let start = (segment.as_ptr() as usize).wrapping_sub(lane.as_ptr() as usize) / word;
-                assert!(start + segment.len() <= lane.len(), "a landing segment lies in the landing lane");
-                start
-            })
-        });
-        KeptLanding { lane, segment_starts }
-    }
+pub(super) struct KeptMove {
+    /// Element number, in any plane lane of the landing material, of the
+    /// block's first word.
+    pub offset: u32,
+    pub from: u8,
+    pub to: u8,
+    /// The card slots with this move's offset.
+    pub cards: u8,
+    /// Does the moving piece pass another of the mover's pieces?
+    pub crossing: bool,
 }
 
 /// One placement's kept quiet moves and the card slots with any move at all.
@@ -1041,6 +975,16 @@ impl<'a> KeptLanding<'a> {
 pub(super) struct KeptMoves<'a> {
     pub moves: &'a [KeptMove],
     pub cards_with_moves: u8,
+}
+
+impl MoveTable {
+    /// The kept form of a listed move whose landing group's segment starts
+    /// at element `segment_start` of the landing lanes.
+    pub(super) fn kept_move(&self, m: &ListedMove, segment_start: usize) -> KeptMove {
+        let offset = u32::try_from(segment_start + m.base as usize).expect("landing lanes fit 32-bit offsets");
+        let cards = self.target(m.from, m.to).cards;
+        KeptMove { offset, from: m.from, to: m.to, cards, crossing: m.crossing }
+    }
 }
 
 /// Calls `visit(move, landing segment)` for every quiet board move of a
@@ -1281,9 +1225,9 @@ impl<'a> PlacementMoves<'a> {
         match listing {
             Listing::Unneeded => return (acc, ALL_CARD_STATES),
             Listing::Now(only_flagged) => self.list_moves(moves, landing, (place.mover, place.opponent), only_flagged),
-            Listing::Kept(kept, kept_landing, only_flagged) => {
+            Listing::Kept(kept, lane, only_flagged) => {
                 debug_assert!(only_flagged.is_none() || start == 0, "kept moves have flags in win steps only");
-                fold_kept(moves, place, kept.moves, kept_landing, only_flagged, |slot, word, states| {
+                fold_kept(moves, place, kept.moves, lane, only_flagged, |slot, word, states| {
                     acc[slot] = fold(acc[slot], word, states)
                 });
                 return (acc, ALL_CARD_STATES & !moves.holding_any(kept.cards_with_moves));
@@ -1387,37 +1331,31 @@ fn fold_kept(
     moves: &MoveTable,
     place: &Placement,
     kept: &[KeptMove],
-    landing: &KeptLanding,
+    lane: &[u32],
     only_flagged: Option<&PlacementFlags>,
     mut visit: impl FnMut(usize, u32, u32),
 ) {
     let (p, q) = (place.mover.count_ones() as usize, place.opponent.count_ones() as usize);
     let block_layouts = p * q;
-    let lane = landing.lane;
-    let start = |m: &KeptMove| -> (usize, &Target) {
-        let target = &moves.targets[m.square_pair()];
-        (landing.segment_starts[target.landing_slot as usize] + m.group_element(), target)
-    };
     // Blocks are scattered over the landing slice: ask for all of them
     // before folding any, so that their reads overlap (copying the kept
     // moves into a list did this before they were folded in place).
     for m in kept {
-        prefetch(&lane[start(m).0..]);
+        prefetch(&lane[m.offset as usize..]);
     }
     for m in kept {
-        let (start, target) = start(m);
+        let start = m.offset as usize;
         let block = &lane[start..start + block_layouts];
         let flagged = only_flagged.is_none_or(|flags| flags.get(start));
         debug_assert!(flagged || block.iter().all(|&word| word == 0), "a clear flag means a zero block");
         let block = flagged_or_zero(flagged, block);
-        let states = target.successor_states;
-        if place.mover & target.between == 0 {
+        let states = moves.successor_states[m.cards as usize];
+        if !m.crossing {
             visit_words(block, states, &mut visit);
             continue;
         }
-        let (from, to) = (m.from(), m.to());
-        let moved = place.mover ^ (1 << from) ^ (1 << to);
-        visit_crossing(&moves.crossing, place, (p, q), (from, to, moved), block, states, &mut visit);
+        let moved = place.mover ^ (1 << m.from) ^ (1 << m.to);
+        visit_crossing(&moves.crossing, place, (p, q), (m.from, m.to, moved), block, states, &mut visit);
     }
 }
 
@@ -1634,26 +1572,20 @@ enum Listing<'a> {
     /// Listed at this visit, with the flags of the blocks to fold (and
     /// the landing lane they number) if only some are.
     Now(Option<(&'a PlacementFlags, &'a [u32])>),
-    /// Kept from before the first step, with where their landing groups
-    /// start in the landing lane, and the flags of the blocks to fold if
-    /// only some are.
-    Kept(KeptMoves<'a>, &'a KeptLanding<'a>, Option<&'a PlacementFlags>),
+    /// Kept from before the first step, with the landing lane, and the
+    /// flags of the blocks to fold if only some are.
+    Kept(KeptMoves<'a>, &'a [u32], Option<&'a PlacementFlags>),
 }
 
 /// How the step gets the moves of placement `placement` of the material
 /// (in index order, all groups).
 #[inline(always)]
-fn listing<'a>(
-    input: &StepInput<'a>,
-    kept_landing: Option<&'a KeptLanding<'a>>,
-    placement: usize,
-    needed: bool,
-) -> Listing<'a> {
-    match (input.kept, kept_landing) {
+fn listing<'a>(input: &StepInput<'a>, placement: usize, needed: bool) -> Listing<'a> {
+    match input.kept {
         _ if !needed => Listing::Unneeded,
         // Win steps: blocks without a fresh loss add nothing to an OR.
-        (Some(lists), Some(landing)) => Listing::Kept(lists.placement(placement), landing, input.landing_blocks),
-        _ => Listing::Now(input.landing_blocks.map(|flags| (flags, input.landing_lane))),
+        Some(lists) => Listing::Kept(lists.placement(placement), input.landing_lane, input.landing_blocks),
+        None => Listing::Now(input.landing_blocks.map(|flags| (flags, input.landing_lane))),
     }
 }
 
@@ -1671,7 +1603,6 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
     let (p, q) = (unit.p, unit.q);
     let mut placement_moves = PlacementMoves::new();
     let first_placement = first_placement(&unit);
-    let kept_landing = input.kept.map(|_| KeptLanding::new(landing, input.landing_lane));
     let live = own.live.map(|flags| (flags, own.lane_start));
     // A part of a group leaves its images' words to its caller: only a
     // streamed step's (`mirror_decisions`, from the new wins it keeps).
@@ -1694,7 +1625,7 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
         }
         let looked_layouts = layouts_with_opponent_masters(looked_at(input, &place), p, q);
         let needed = open & looked_layouts != 0;
-        let listing = listing(input, kept_landing.as_ref(), first_placement + i, needed);
+        let listing = listing(input, first_placement + i, needed);
         let (reach, no_move) =
             placement_moves.fold(moves, landing, &place, listing, 0, |reach, word, states| reach | (word & states));
         let mut sides = ChangedSides::default();
@@ -1896,7 +1827,6 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
     let (p, q) = (unit.p, unit.q);
     let mut placement_moves = PlacementMoves::new();
     let first_placement = first_placement(&unit);
-    let kept_landing = input.kept.map(|_| KeptLanding::new(landing, input.landing_lane));
     let unit_elements = own.lane_start..own.lane_start + (unit.end - unit.start) as usize * p * q;
     let mut own_flags = input.own_fresh.map(|flags| flags.writer(unit_elements));
     let live = own.live.map(|flags| (flags, own.lane_start));
@@ -1963,7 +1893,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         own.values.prefetch_layouts(first, p * q);
         let looked_layouts = layouts_with_opponent_masters(looked_at(input, &place), p, q);
         let needed = open & looked_layouts != 0;
-        let listing = listing(input, kept_landing.as_ref(), first_placement + i, needed);
+        let listing = listing(input, first_placement + i, needed);
         let (all_won, no_move) =
             placement_moves.fold(moves, landing, &place, listing, ALL_CARD_STATES, |all_won, word, states| {
                 all_won & (word | !states)

@@ -2985,8 +2985,7 @@ fn keep_move_lists(moves: &MoveTable, works: &mut [Work], spare_bytes: Option<u6
     else {
         return;
     };
-    // Quiet moves land in the pair's materials.
-    if !works.iter().all(|work| move_lists::fits_kept_offsets(&work.index)) {
+    if !works.iter().all(|work| move_lists::fits_kept_offsets(&work.planes)) {
         return;
     }
     // Fresh flags: (plane lane elements, words per block) per material.
@@ -3002,7 +3001,7 @@ fn keep_move_lists(moves: &MoveTable, works: &mut [Work], spare_bytes: Option<u6
         .map(|(k, counted)| {
             // Quiet moves land in the mirror (in itself if symmetric).
             let target = &works[works.len() - 1 - k];
-            MoveLists::new(moves, &works[k].index, &target.index, counted)
+            MoveLists::new(moves, &works[k].index, (&target.index, &target.planes), counted)
         })
         .collect();
     for ((work, lists), (elements, block)) in works.iter_mut().zip(lists).zip(flags) {

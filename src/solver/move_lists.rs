@@ -8,18 +8,19 @@
 //!
 //! Owns the kept lists and their memory; the listing itself and what a
 //! listed move means are the kernel's. Knows nothing of lanes or values.
-//! Streamed materials do not keep lists: 4 bytes a move do not fit their
+//! Streamed materials do not keep lists: 8 bytes a move do not fit their
 //! budget.
 
 use super::kernel::{self, KeptMove, KeptMoves, Landing, MoveTable};
+use super::lanes::LaneLayout;
 use super::lanes::carve_mut;
 use super::mirror;
 use crate::index::{Group, MaterialIndex};
 use rayon::prelude::*;
 use std::ops::Range;
 
-// DESIGN.md's memory figures count 4 bytes a kept move.
-const _: () = assert!(std::mem::size_of::<KeptMove>() == 4);
+// DESIGN.md's memory figures count 8 bytes a kept move.
+const _: () = assert!(std::mem::size_of::<KeptMove>() == 8);
 
 /// Every placement's quiet board moves, for one material whose quiet moves
 /// land in `target` (its mirror).
@@ -74,11 +75,16 @@ impl CountedMoves {
 }
 
 impl MoveLists {
-    /// Lists every placement's quiet moves into `target` (whose groups
-    /// [`fits_kept_offsets`] has allowed), where `counted` (of `index`)
-    /// says they go.
-    pub fn new(moves: &MoveTable, index: &MaterialIndex, target: &MaterialIndex, counted: CountedMoves) -> MoveLists {
-        assert!(fits_kept_offsets(target), "kept moves number every landing group's elements");
+    /// Lists every placement's quiet moves into `target`, whose plane lanes
+    /// are laid out as `target_planes` (at most 2^32 elements), where
+    /// `counted` (of `index`) says they go.
+    pub fn new(
+        moves: &MoveTable,
+        index: &MaterialIndex,
+        (target, target_planes): (&MaterialIndex, &LaneLayout),
+        counted: CountedMoves,
+    ) -> MoveLists {
+        assert!(fits_kept_offsets(target_planes), "kept moves number the landing lane's elements in 32 bits");
         let CountedMoves { first } = counted;
         let group_first = group_first(index);
         let total = group_first.last().copied().expect("one entry per group and the end");
@@ -89,6 +95,9 @@ impl MoveLists {
         let cards_parts = carve_mut(&mut cards_with_moves, parts(&group_first));
         listed_parts.into_par_iter().zip(cards_parts).zip(index.groups()).for_each(|((out, cards), group)| {
             let landing: Landing<u32> = Landing::new(group, target, false, 0x1f, |_| &[][..]);
+            // Per landing slot, the element where its group's segment starts.
+            let segment_starts = kernel::landing_group_numbers(group, target, false, 0x1f)
+                .map(|g| g.map_or(0, |g| (target_planes.segment(g).start / 4) as usize));
             let mut n = 0;
             for (i, (cards, (m, o))) in cards.iter_mut().zip(group.placements(0, placements(index, group))).enumerate()
             {
@@ -96,7 +105,7 @@ impl MoveLists {
                     continue;
                 }
                 *cards = kernel::for_each_quiet_move(moves, &landing, m, o, |listed, _| {
-                    out[n] = KeptMove::of(&listed);
+                    out[n] = moves.kept_move(&listed, segment_starts[listed.landing_slot as usize]);
                     n += 1;
                 });
             }
@@ -121,10 +130,10 @@ fn kept_for(moves: &MoveTable, group: &Group, i: usize, m: u32, o: u32) -> bool 
     moves.mirror.is_none() || !mirror::is_image(group, i as u64, m, o)
 }
 
-/// Can a [`KeptMove`] number every element of each of `target`'s groups?
-/// (Every group up to 8 men; some of 10 men's are too large.)
-pub(super) fn fits_kept_offsets(target: &MaterialIndex) -> bool {
-    target.groups().iter().all(|group| group.layouts <= KeptMove::MAX_GROUP_ELEMENTS)
+/// Can [`KeptMove::offset`] number every element of a landing material's
+/// plane lanes? (Up to 8 men they are far below 2^32; 5v5's are not.)
+pub(super) fn fits_kept_offsets(target_planes: &LaneLayout) -> bool {
+    target_planes.total_bytes() / 4 <= u32::MAX as u64
 }
 
 /// Placements before each group's first, by group number, then the total.
@@ -169,8 +178,9 @@ mod tests {
             let (index, target) = (MaterialIndex::new(Material::new(2, 3)), MaterialIndex::new(Material::new(3, 2)));
             let counted = CountedMoves::new(&moves, &index).unwrap();
             let bytes = counted.list_bytes();
-            let lists = MoveLists::new(&moves, &index, &target, counted);
-            assert_eq!(bytes, lists.moves.len() as u64 * 4 + lists.cards_with_moves.len() as u64 * 5 + 4);
+            let target_planes = LaneLayout::new(&target, 4);
+            let lists = MoveLists::new(&moves, &index, (&target, &target_planes), counted);
+            assert_eq!(bytes, lists.moves.len() as u64 * 8 + lists.cards_with_moves.len() as u64 * 5 + 4);
             let mut checked = 0;
             for group in index.groups() {
                 let first = (group.first_layout / per_placement(&index)) as usize;
@@ -187,7 +197,7 @@ mod tests {
                         let open = reach & !(mover | opponent);
                         quiet.extend((0..25u8).filter(|&to| open & (1 << to) != 0).map(|to| (from, to)));
                     }
-                    assert_eq!(kept.moves.iter().map(|m| (m.from(), m.to())).collect::<Vec<_>>(), quiet);
+                    assert_eq!(kept.moves.iter().map(|m| (m.from, m.to)).collect::<Vec<_>>(), quiet);
                     let layout = crate::index::Layout {
                         mover,
                         opponent,
@@ -198,8 +208,7 @@ mod tests {
                         continue;
                     }
                     for m in kept.moves {
-                        let (from, to) = (m.from(), m.to());
-                        let next = kernel::successor(&layout, from, to);
+                        let next = kernel::successor(&layout, m.from, m.to);
                         if masters_end_game(next.mover_master, next.opponent_master) {
                             continue;
                         }
@@ -207,16 +216,13 @@ mod tests {
                         let g = target.groups().iter().position(|group| std::ptr::eq(group, next_group)).unwrap();
                         let number = target.rank(&next) - next_group.first_layout;
                         let masters = target.turned_masters_part(
-                            layout.mover ^ (1 << from) ^ (1 << to),
+                            layout.mover ^ (1 << m.from) ^ (1 << m.to),
                             layout.opponent,
-                            if from == layout.mover_master { to } else { layout.mover_master },
+                            if m.from == layout.mover_master { m.to } else { layout.mover_master },
                             layout.opponent_master,
                         );
-                        // The kernel finds the landing group by the rows
-                        // the piece moves between.
-                        let slot = kernel::landing_slot(from, to) as usize;
-                        assert_eq!(kernel::landing_group_numbers(group, &target, false, 0x1f)[slot], Some(g));
-                        assert_eq!(number, m.group_element() as u64 + masters);
+                        let segment_start = target_planes.segment(g).start / 4;
+                        assert_eq!(segment_start + number, m.offset as u64 + masters);
                         checked += 1;
                     }
                 }
@@ -234,8 +240,10 @@ mod tests {
         let mut every = MoveTable::new(&Rules { cards: CardSet::default_set(), no_move: NoMoveRule::Pass });
         every.mirror = None;
         let (index, target) = (MaterialIndex::new(Material::new(2, 3)), MaterialIndex::new(Material::new(3, 2)));
-        let lists =
-            |moves: &MoveTable| MoveLists::new(moves, &index, &target, CountedMoves::new(moves, &index).unwrap());
+        let target_planes = LaneLayout::new(&target, 4);
+        let lists = |moves: &MoveTable| {
+            MoveLists::new(moves, &index, (&target, &target_planes), CountedMoves::new(moves, &index).unwrap())
+        };
         let (half, all) = (lists(&mirrored), lists(&every));
         let (mut images, mut solved) = (0, 0);
         for group in index.groups() {
