@@ -13,6 +13,15 @@ ab_start() {
   printf 'round\tbinary\tcpu_s\twall_s\tmax_rss_kib\n'
 }
 
+# ab_order ROUND: the binaries in the order round ROUND runs them: base
+# first in odd rounds, this first in even ones, so that neither always
+# runs second (right after the other freed its 2 GB, say). Session 74
+# saw a seven-round A/B with base always first show a 3% gain that
+# other measurements did not.
+ab_order() {
+  if (( $1 % 2 )); then echo base this; else echo this base; fi
+}
+
 # ab_row ROUND WHICH TIME_FILE ROWS_FILE: prints the row of one run (from
 # TIME_FILE, /usr/bin/time -v's output) and appends it to ROWS_FILE.
 ab_row() {
@@ -36,5 +45,6 @@ ab_summary() {
       "$(awk -v w="$which" '$2 == w {print $5}' "$1" | median)"
   done
   echo "CPU ratio this/base per round:"
-  awk '$2 == "base" {b[$1] = $3} $2 == "this" {printf "  round %s: %.3f\n", $1, $3 / b[$1]}' "$1"
+  awk '$2 == "base" {b[$1] = $3} $2 == "this" {t[$1] = $3; n[++rounds] = $1}
+    END {for (i = 1; i <= rounds; i++) printf "  round %s: %.3f\n", n[i], t[n[i]] / b[n[i]]}' "$1"
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A/B benchmark on a noisy machine: builds revision BASE and the working
 # tree in release mode, then runs `onitb generate` with each in turn,
-# interleaved, for ROUNDS rounds, and reports each run's CPU time (user +
+# interleaved (base first in odd rounds, this first in even ones), for
+# ROUNDS rounds, and reports each run's CPU time (user +
 # sys), wall time and peak RSS from /usr/bin/time, the per-round CPU ratio
 # (this / base) and the medians. Ends by checking that both tables are
 # identical file for file.
@@ -21,7 +22,7 @@ cd "$(dirname "$0")/.."
 source scripts/ab-common.sh
 ab_start "$base_rev"
 for round in $(seq 1 "$rounds"); do
-  for which in base this; do
+  for which in $(ab_order "$round"); do
     rm -rf "$scratch/out.$which" "$scratch/work.$which"
     work=()
     if [[ " $* " == *" --mem "* ]]; then work=(--work "$scratch/work.$which"); fi
