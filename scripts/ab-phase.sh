@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A/B of one phase of `onitb generate`: by default the last, writing the
 # table. Builds revision BASE and the working tree in release mode
-# (scripts/ab-build.sh), then runs each in turn for ROUNDS rounds under
+# (scripts/ab-build.sh), then runs each in turn (base first in odd rounds,
+# this first in even ones) for ROUNDS rounds under
 # /usr/bin/time, and reports per run the CPU time (user, sys) and wall time
 # from the first progress line matching FROM (default "] writing ") to the
 # next line after it matching TO (a grep -E pattern; default: none, the end
@@ -30,7 +31,8 @@ printf 'round\tbinary\tphase_user_s\tphase_sys_s\tphase_cpu_s\tphase_wall_s\trun
 # The process's user and system seconds now.
 times_of() { awk -v t="$ticks" '{print $14 / t, $15 / t}' "/proc/$1/stat" 2>/dev/null || true; }
 for round in $(seq 1 "$rounds"); do
-  for which in base this; do
+  if (( round % 2 )); then order="base this"; else order="this base"; fi
+  for which in $order; do
     rm -rf "$scratch/table"
     log="$scratch/progress" time_out="$scratch/time"
     : >"$log"
