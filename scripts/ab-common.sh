@@ -1,4 +1,5 @@
-# Sourced by the A/B scripts (ab-generate.sh, ab-verify.sh), from the
+# Sourced by the A/B scripts (ab-generate.sh, ab-verify.sh; ab-phase.sh
+# for ab_order), from the
 # project root: the scratch directory and both builds, rows of "round
 # binary cpu_s wall_s max_rss_kib" from /usr/bin/time -v output, and the
 # summary of those rows.

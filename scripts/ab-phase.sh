@@ -22,6 +22,8 @@ rounds=${2:-3}
 men=${3:-6}
 shift $(( $# > 3 ? 3 : $# )) || true
 cd "$(dirname "$0")/.."
+# For ab_order only: this script keeps its own scratch directory and rows.
+source scripts/ab-common.sh
 scratch=$(mktemp -d -p "$PWD/target")
 trap 'rm -rf "$scratch"' EXIT
 scripts/ab-build.sh "$base_rev" "$scratch"
@@ -31,8 +33,7 @@ printf 'round\tbinary\tphase_user_s\tphase_sys_s\tphase_cpu_s\tphase_wall_s\trun
 # The process's user and system seconds now.
 times_of() { awk -v t="$ticks" '{print $14 / t, $15 / t}' "/proc/$1/stat" 2>/dev/null || true; }
 for round in $(seq 1 "$rounds"); do
-  if (( round % 2 )); then order="base this"; else order="this base"; fi
-  for which in $order; do
+  for which in $(ab_order "$round"); do
     rm -rf "$scratch/table"
     log="$scratch/progress" time_out="$scratch/time"
     : >"$log"

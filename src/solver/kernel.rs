@@ -1853,13 +1853,11 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         // flag is from the last loss step: the unit's writer stores it
         // only once past its word).
         let fresh = &mut own.fresh[first..first + p * q];
-        if input.own_fresh.is_none_or(|flags| flags.get(flag)) {
-            if fresh.iter().any(|&word| word != 0) {
-                fresh.fill(0);
-                report.modified = true;
-            }
-        } else {
-            debug_assert!(fresh.iter().all(|&word| word == 0), "a clear flag means no fresh word");
+        let may_hold_fresh = input.own_fresh.is_none_or(|flags| flags.get(flag));
+        debug_assert!(may_hold_fresh || fresh.iter().all(|&word| word == 0), "a clear flag means no fresh word");
+        if may_hold_fresh && fresh.iter().any(|&word| word != 0) {
+            fresh.fill(0);
+            report.modified = true;
         }
         if let Some(image_first) = image.and_then(|image| image.first) {
             // Its fresh flag (which the placement solved for it keeps, with
