@@ -9,8 +9,8 @@
 //! buffers get where transparent huge pages are madvise-only. With
 //! `line`, every block starts on a 64-byte line (as in a lane whose
 //! blocks were padded to 16 words), so none spans two lines; without, a
-//! block starts at any word, as the solver's 9-word blocks do, and 35 in
-//! 64 of them span two lines.
+//! block starts at any word, as the solver's 9-word blocks do, and half
+//! of them span two lines (those starting past a line's eighth word).
 //! Usage: cargo run --release --example random_reads -- [LANE_MIB] [READS_M] [huge] [line]
 use memmap2::{Advice, MmapMut};
 use std::hint::black_box;
