@@ -51,6 +51,9 @@ pub struct MoveTable {
     /// By bit set of card slots: the successor-state bits of a move with
     /// one of them ([`group_mask`]).
     successor_states: [u32; 1 << CARDS_PER_GAME],
+    /// By bit set of card slots: the card states holding any of them
+    /// ([`MoveTable::holding_any`], once a visit).
+    holding: [u32; 1 << CARDS_PER_GAME],
     /// The card set's mirror, if it is mirror-closed (and steps are to
     /// use it).
     pub mirror: Option<Mirror>,
@@ -87,13 +90,18 @@ impl MoveTable {
             target.successor_states = group_mask(target.cards);
         }
         let successor_states = std::array::from_fn(|cards| group_mask(cards as u8));
+        let card_tables = CardTables::new();
+        let holding = std::array::from_fn(|cards| {
+            (0..CARDS_PER_GAME).filter(|c| cards & (1 << c) != 0).fold(0, |out, c| out | card_tables.holds[c])
+        });
         MoveTable {
             reach,
             card_reach,
             targets,
-            cards: CardTables::new(),
+            cards: card_tables,
             capture_values: CaptureValues::new(),
             successor_states,
+            holding,
             mirror: Mirror::of(&rules.cards),
             crossing: CrossingTable::new(),
         }
@@ -117,15 +125,9 @@ impl MoveTable {
     }
 
     /// Card states holding at least one of the card slots in `cards`.
-    #[inline]
+    #[inline(always)]
     fn holding_any(&self, cards: u8) -> u32 {
-        let mut out = 0;
-        for c in 0..CARDS_PER_GAME {
-            if cards & (1 << c) != 0 {
-                out |= self.cards.holds[c];
-            }
-        }
-        out
+        self.holding[cards as usize & ((1 << CARDS_PER_GAME) - 1)]
     }
 }
 
