@@ -746,12 +746,16 @@ impl MaterialIndex {
     }
 }
 
-/// The square of the n-th set bit (n = 0 is the lowest).
+/// The square of the n-th set bit (n = 0 is the lowest; n below
+/// `MAX_PIECES_PER_SIDE`). A fixed number of rounds, each clearing the
+/// lowest bit while fewer than n are cleared: no branch on n, which is a
+/// master's ordinal in the solver's kernels and follows no pattern there.
 #[inline]
-fn nth_square(board: u32, n: u32) -> u8 {
+pub(crate) fn nth_square(board: u32, n: u32) -> u8 {
+    debug_assert!((n as usize) < MAX_PIECES_PER_SIDE);
     let mut rest = board;
-    for _ in 0..n {
-        rest &= rest - 1;
+    for round in 0..MAX_PIECES_PER_SIDE as u32 - 1 {
+        rest &= rest.wrapping_sub((round < n) as u32);
     }
     debug_assert_ne!(rest, 0);
     rest.trailing_zeros() as u8
@@ -802,6 +806,19 @@ pub fn layouts_by_formula(material: Material) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `nth_square` finds the n-th piece of every board of up to five
+    /// pieces on the first ten squares and of some spread over the board.
+    #[test]
+    fn nth_square_is_the_nth_set_bit() {
+        let boards = (0u32..1 << 10).chain([0x1f << 20, 1 | 1 << 12 | 1 << 24, 0x0108_4210]);
+        for board in boards.filter(|b| (1..=MAX_PIECES_PER_SIDE as u32).contains(&b.count_ones())) {
+            let squares: Vec<u8> = (0..25u8).filter(|&s| board & (1 << s) != 0).collect();
+            for (n, &square) in squares.iter().enumerate() {
+                assert_eq!(nth_square(board, n as u32), square, "board {board:#x}, n {n}");
+            }
+        }
+    }
 
     /// Counting placements like an odometer gives what decoding each does.
     #[test]
