@@ -761,10 +761,12 @@ pub(crate) fn nth_square(board: u32, n: u32) -> u8 {
     rest.trailing_zeros() as u8
 }
 
-/// Dense number of one side's board and master among the boards with as many
-/// pieces: colex rank of the board times pieces, plus the master's ordinal.
+/// Colex rank of a board among the boards with as many pieces: the sum
+/// over its pieces, the i-th in square order counting from 1, of
+/// C(square, i). Dense: 0 to [`boards`] - 1.
 #[inline]
-pub fn side_key(board: u32, master: u8) -> usize {
+pub fn board_rank(board: u32) -> usize {
+    debug_assert!(board >> SQUARES == 0 && board.count_ones() as usize <= MAX_PIECES_PER_SIDE);
     let mut rank = 0;
     let mut rest = board;
     let mut n = 0;
@@ -774,13 +776,12 @@ pub fn side_key(board: u32, master: u8) -> usize {
         n += 1;
         rank += BINOMIAL[square][n];
     }
-    let ordinal = (board & ((1u32 << master) - 1)).count_ones() as usize;
-    rank * n + ordinal
+    rank
 }
 
-/// Number of distinct [`side_key`]s for boards with `pieces` pieces.
-pub fn side_keys(pieces: usize) -> usize {
-    binomial(SQUARES, pieces) * pieces
+/// Number of boards with `pieces` pieces: the [`board_rank`]s there are.
+pub fn boards(pieces: usize) -> usize {
+    binomial(SQUARES, pieces)
 }
 
 const BINOMIAL: [[usize; MAX_PIECES_PER_SIDE + 1]; SQUARES] = {
@@ -950,23 +951,19 @@ mod tests {
     }
 
     #[test]
-    fn side_keys_are_dense_and_distinct() {
-        for pieces in 1..=3usize {
-            let mut seen = vec![false; side_keys(pieces)];
-            for board in 0u32..(1 << SQUARES) {
-                if board.count_ones() as usize != pieces {
-                    continue;
-                }
-                let mut rest = board;
-                while rest != 0 {
-                    let master = rest.trailing_zeros() as u8;
-                    rest &= rest - 1;
-                    let key = side_key(board, master);
-                    assert!(!seen[key], "key {key} twice");
-                    seen[key] = true;
-                }
+    fn board_rank_is_the_colex_rank() {
+        // Colex order of boards with as many pieces is their order as
+        // numbers; Gosper's step gives the next number with as many bits.
+        for pieces in 1..=MAX_PIECES_PER_SIDE {
+            let (mut board, mut rank) = ((1u32 << pieces) - 1, 0);
+            while board >> SQUARES == 0 {
+                assert_eq!(board_rank(board), rank, "board {board:#x}");
+                let lowest = board & board.wrapping_neg();
+                let ripple = board + lowest;
+                board = ripple | (((board ^ ripple) >> 2) / lowest);
+                rank += 1;
             }
-            assert!(seen.iter().all(|&s| s));
+            assert_eq!(rank, boards(pieces));
         }
     }
 }

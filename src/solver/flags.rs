@@ -9,12 +9,12 @@
 //! table, only slower.
 
 use super::lanes::SEGMENT_ALIGN_BYTES;
-use crate::index::{Layout, side_key, side_keys};
+use crate::index::{Layout, board_rank, boards};
 #[cfg(test)]
 use crate::rules::rotate_square;
 use crate::rules::{MAX_PIECES_PER_SIDE, rotate};
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 /// Elements (plane words) between lane segment starts: segments start on
 /// [`SEGMENT_ALIGN_BYTES`] boundaries.
@@ -25,29 +25,40 @@ const SEGMENT_ELEMENTS: usize = SEGMENT_ALIGN_BYTES as usize / 4;
 // touches no flag word of another part ([`PlacementFlags::clear_segments`]).
 const _: () = assert!((SEGMENT_ELEMENTS >> (MAX_PIECES_PER_SIDE * MAX_PIECES_PER_SIDE).ilog2()).is_multiple_of(64));
 
-/// Per mover side (board and master, see [`side_key`]). Every successor of a
-/// layout has the same mover side (the turned opponent side), so a layout
-/// whose successors' side did not change need not be looked at again.
+/// Per mover side (board and master). Every successor of a layout has the
+/// same mover side (the turned opponent side), so a layout whose
+/// successors' side did not change need not be looked at again.
+///
+/// A byte per board ([`board_rank`]), bit k for the master being the
+/// board's k-th piece in square order: a visit asks for every master of
+/// one board with one load, and marks its masters with at most one
+/// read-modify-write (a flag per side key, asked a piece at a time, had
+/// the steps rank the board and load each flag: about 4% of a 6-men
+/// run's instructions).
 pub(super) struct SideFlags {
-    now: Vec<AtomicBool>,
-    last: Vec<AtomicBool>,
+    now: Vec<AtomicU8>,
+    last: Vec<AtomicU8>,
 }
+
+// A board's masters are bits of a byte.
+const _: () = assert!(MAX_PIECES_PER_SIDE <= 8);
 
 impl SideFlags {
     pub fn new(mover_pieces: usize) -> SideFlags {
-        let flags = |value| (0..side_keys(mover_pieces)).map(|_| AtomicBool::new(value)).collect();
-        SideFlags { now: flags(false), last: flags(true) }
+        let flags = |value| (0..boards(mover_pieces)).map(|_| AtomicU8::new(value)).collect();
+        SideFlags { now: flags(0), last: flags(u8::MAX) }
     }
 
     /// Ends a step: what changed now is what changed last for the next one.
     pub fn end_step(&mut self) {
         std::mem::swap(&mut self.now, &mut self.last);
-        self.now.par_iter().for_each(|flag| flag.store(false, Ordering::Relaxed));
+        self.now.par_iter().for_each(|flag| flag.store(0, Ordering::Relaxed));
     }
 
     #[inline]
     pub fn mark_changed(&self, layout: &Layout) {
-        self.now[side_key(layout.mover, layout.mover_master)].store(true, Ordering::Relaxed);
+        let ordinal = (layout.mover & ((1u32 << layout.mover_master) - 1)).count_ones();
+        self.mark_changed_masters(layout.mover, 1 << ordinal);
     }
 
     /// [`SideFlags::mark_changed`] for the layouts with mover board `mover`
@@ -56,11 +67,11 @@ impl SideFlags {
     #[inline]
     pub fn mark_changed_masters(&self, mover: u32, masters: u8) {
         debug_assert!(u32::from(masters) >> mover.count_ones() == 0, "masters are pieces of the board");
-        let first = side_key(mover, mover.trailing_zeros() as u8);
-        let mut rest = masters;
-        while rest != 0 {
-            self.now[first + rest.trailing_zeros() as usize].store(true, Ordering::Relaxed);
-            rest &= rest - 1;
+        let flags = &self.now[board_rank(mover)];
+        // Bits are only set during a step: one already set stays so, and
+        // the locked `or` is needed only for bits not yet seen set.
+        if flags.load(Ordering::Relaxed) & masters != masters {
+            flags.fetch_or(masters, Ordering::Relaxed);
         }
     }
 
@@ -68,23 +79,21 @@ impl SideFlags {
     /// flags belong to) change in the last step?
     #[cfg(test)]
     pub fn successors_changed(&self, layout: &Layout) -> bool {
-        let key = side_key(rotate(layout.opponent), rotate_square(layout.opponent_master));
-        self.last[key].load(Ordering::Relaxed)
+        let turned = rotate(layout.opponent);
+        let ordinal = (turned & ((1u32 << rotate_square(layout.opponent_master)) - 1)).count_ones();
+        self.last[board_rank(turned)].load(Ordering::Relaxed) >> ordinal & 1 != 0
     }
 
     /// [`SideFlags::successors_changed`] for every choice of the opponent's
     /// master on board `opponent`, as a bit set: bit b for its b-th piece in
-    /// square order. The board's rank is worked out once: turning reverses
-    /// square order, so the b-th piece is the (q - 1 - b)-th once turned.
-    /// (A bit set, not an array of flags: reading an array written a byte
-    /// at a time as one word stalled store forwarding, about 3% of the loss
-    /// steps' samples.)
+    /// square order. Turning reverses square order, so the b-th piece is
+    /// the (q - 1 - b)-th once turned.
     #[inline]
     pub fn successors_changed_by_master(&self, opponent: u32) -> u8 {
         let turned = rotate(opponent);
-        let q = opponent.count_ones() as usize;
-        let first = side_key(turned, turned.trailing_zeros() as u8);
-        (0..q).fold(0, |changed, b| changed | (self.last[first + q - 1 - b].load(Ordering::Relaxed) as u8) << b)
+        let q = opponent.count_ones();
+        let changed = self.last[board_rank(turned)].load(Ordering::Relaxed);
+        changed.reverse_bits() >> (8 - q)
     }
 }
 
