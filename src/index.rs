@@ -763,10 +763,58 @@ pub(crate) fn nth_square(board: u32, n: u32) -> u8 {
 
 /// Colex rank of a board among the boards with as many pieces: the sum
 /// over its pieces, the i-th in square order counting from 1, of
-/// C(square, i). Dense: 0 to [`boards`] - 1.
+/// C(square, i). Dense: 0 to [`boards`] - 1. Three look-ups in
+/// [`BOARD_RANK_PARTS`], one per chunk of [`RANK_CHUNK_SQUARES`] squares,
+/// instead of a round per piece.
 #[inline]
 pub fn board_rank(board: u32) -> usize {
     debug_assert!(board >> SQUARES == 0 && board.count_ones() as usize <= MAX_PIECES_PER_SIDE);
+    let chunk = |c: usize| (board >> (c * RANK_CHUNK_SQUARES)) as usize & ((1 << RANK_CHUNK_SQUARES) - 1);
+    let below = |c: usize| (board & ((1 << (c * RANK_CHUNK_SQUARES)) - 1)).count_ones() as usize;
+    let rank = BOARD_RANK_PARTS[0][0][chunk(0)] as usize
+        + BOARD_RANK_PARTS[1][below(1)][chunk(1)] as usize
+        + BOARD_RANK_PARTS[2][below(2)][chunk(2)] as usize;
+    debug_assert_eq!(rank, board_rank_by_pieces(board));
+    rank
+}
+
+/// Squares per chunk of [`board_rank`]'s look-up: three chunks cover the 25
+/// squares, and the tables (3 x 6 x 512 `u16`s, 18 KiB) fit the L1 cache.
+const RANK_CHUNK_SQUARES: usize = 9;
+const RANK_CHUNKS: usize = SQUARES.div_ceil(RANK_CHUNK_SQUARES);
+
+/// `[chunk][pieces below the chunk][the chunk's bits]`: the chunk's pieces'
+/// part of [`board_rank`], 0 where the board would hold more than
+/// `MAX_PIECES_PER_SIDE` pieces (no board does). The largest rank,
+/// C(25, 5) - 1, fits a `u16`.
+static BOARD_RANK_PARTS: [[[u16; 1 << RANK_CHUNK_SQUARES]; MAX_PIECES_PER_SIDE + 1]; RANK_CHUNKS] = {
+    let mut table = [[[0u16; 1 << RANK_CHUNK_SQUARES]; MAX_PIECES_PER_SIDE + 1]; RANK_CHUNKS];
+    let mut chunk = 0;
+    while chunk < RANK_CHUNKS {
+        let mut below = 0;
+        while below <= MAX_PIECES_PER_SIDE {
+            let mut bits = 0usize;
+            while bits < 1 << RANK_CHUNK_SQUARES {
+                let (mut part, mut n, mut rest) = (0, below, bits);
+                while rest != 0 && n < MAX_PIECES_PER_SIDE {
+                    let square = chunk * RANK_CHUNK_SQUARES + rest.trailing_zeros() as usize;
+                    rest &= rest - 1;
+                    n += 1;
+                    part += if square < SQUARES { binomial(square, n) } else { 0 };
+                }
+                assert!(part <= u16::MAX as usize);
+                table[chunk][below][bits] = if rest == 0 { part as u16 } else { 0 };
+                bits += 1;
+            }
+            below += 1;
+        }
+        chunk += 1;
+    }
+    table
+};
+
+/// [`board_rank`] by its definition, a round per piece.
+fn board_rank_by_pieces(board: u32) -> usize {
     let mut rank = 0;
     let mut rest = board;
     let mut n = 0;
@@ -958,6 +1006,7 @@ mod tests {
             let (mut board, mut rank) = ((1u32 << pieces) - 1, 0);
             while board >> SQUARES == 0 {
                 assert_eq!(board_rank(board), rank, "board {board:#x}");
+                assert_eq!(board_rank_by_pieces(board), rank, "board {board:#x}");
                 let lowest = board & board.wrapping_neg();
                 let ripple = board + lowest;
                 board = ripple | (((board ^ ripple) >> 2) / lowest);
