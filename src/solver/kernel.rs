@@ -1355,7 +1355,8 @@ fn fold_kept(
         let flagged = only_flagged.is_none_or(|flags| flags.get(start));
         debug_assert!(flagged || block.iter().all(|&word| word == 0), "a clear flag means a zero block");
         let block = flagged_or_zero(flagged, block);
-        let states = moves.successor_states[m.cards as usize];
+        // Masked to the table's length, so the look-up needs no bounds check.
+        let states = moves.successor_states[m.cards as usize & ((1 << CARDS_PER_GAME) - 1)];
         if !m.crossing {
             visit_words(block, states, &mut visit);
             continue;
