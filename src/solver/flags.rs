@@ -32,9 +32,9 @@ const _: () = assert!((SEGMENT_ELEMENTS >> (MAX_PIECES_PER_SIDE * MAX_PIECES_PER
 /// A byte per board ([`board_rank`]), bit k for the master being the
 /// board's k-th piece in square order: a visit asks for every master of
 /// one board with one load, and marks its masters with at most one
-/// read-modify-write (a flag per side key, asked a piece at a time, had
-/// the steps rank the board and load each flag: about 4% of a 6-men
-/// run's instructions).
+/// read-modify-write (a flag per (board, master), asked a master at a
+/// time, was 2.2% more instructions at 6 men: docs/BENCHMARKS.md, session
+/// 77).
 pub(super) struct SideFlags {
     now: Vec<AtomicU8>,
     last: Vec<AtomicU8>,
