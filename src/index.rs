@@ -48,17 +48,23 @@ const fn binomial(n: usize, k: usize) -> usize {
 
 /// Rank of a 5-bit pattern among the patterns with as many bits (colex).
 const fn pattern_rank(pattern: usize) -> usize {
-    let mut rank = 0;
-    let mut seen = 0;
-    let mut bit = 0;
-    while bit < 5 {
-        if pattern & (1 << bit) != 0 {
-            seen += 1;
-            rank += binomial(bit, seen);
-        }
-        bit += 1;
+    colex_part(pattern, 0, 0)
+}
+
+/// What the pieces on `bits` (bit i: square `first_square + i`) add to
+/// their board's colex rank when `below` pieces stand on lower squares:
+/// the sum over them, the n-th in square order counting on from `below`,
+/// of C(square, n). With `first_square` and `below` 0, the rank itself.
+/// Squares below [`SQUARES`], at most `MAX_PIECES_PER_SIDE` pieces in all.
+const fn colex_part(bits: usize, first_square: usize, below: usize) -> usize {
+    let (mut part, mut n, mut rest) = (0, below, bits);
+    while rest != 0 {
+        let square = first_square + rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        n += 1;
+        part += BINOMIAL[square][n];
     }
-    rank
+    part
 }
 
 /// Packs the bits of `pattern` that lie on `free` squares into the low bits.
@@ -795,15 +801,14 @@ static BOARD_RANK_PARTS: [[[u16; 1 << RANK_CHUNK_SQUARES]; MAX_PIECES_PER_SIDE +
         while below <= MAX_PIECES_PER_SIDE {
             let mut bits = 0usize;
             while bits < 1 << RANK_CHUNK_SQUARES {
-                let (mut part, mut n, mut rest) = (0, below, bits);
-                while rest != 0 && n < MAX_PIECES_PER_SIDE {
-                    let square = chunk * RANK_CHUNK_SQUARES + rest.trailing_zeros() as usize;
-                    rest &= rest - 1;
-                    n += 1;
-                    part += if square < SQUARES { binomial(square, n) } else { 0 };
+                let first_square = chunk * RANK_CHUNK_SQUARES;
+                let squares_left = SQUARES - first_square;
+                let on_board = squares_left >= RANK_CHUNK_SQUARES || bits >> squares_left == 0;
+                if on_board && below + bits.count_ones() as usize <= MAX_PIECES_PER_SIDE {
+                    let part = colex_part(bits, first_square, below);
+                    assert!(part <= u16::MAX as usize);
+                    table[chunk][below][bits] = part as u16;
                 }
-                assert!(part <= u16::MAX as usize);
-                table[chunk][below][bits] = if rest == 0 { part as u16 } else { 0 };
                 bits += 1;
             }
             below += 1;
@@ -815,16 +820,7 @@ static BOARD_RANK_PARTS: [[[u16; 1 << RANK_CHUNK_SQUARES]; MAX_PIECES_PER_SIDE +
 
 /// [`board_rank`] by its definition, a round per piece.
 fn board_rank_by_pieces(board: u32) -> usize {
-    let mut rank = 0;
-    let mut rest = board;
-    let mut n = 0;
-    while rest != 0 {
-        let square = rest.trailing_zeros() as usize;
-        rest &= rest - 1;
-        n += 1;
-        rank += BINOMIAL[square][n];
-    }
-    rank
+    colex_part(board as usize, 0, 0)
 }
 
 /// Number of boards with `pieces` pieces: the [`board_rank`]s there are.
