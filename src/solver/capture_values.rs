@@ -94,7 +94,7 @@ impl CaptureValues {
         // SAFETY: the only requirement of a `target_feature` function is
         // that the CPU has the feature, and this build assumes it for every
         // function (the `cfg` above: `.cargo/config.toml` builds for
-        // x86-64-v2, which has SSSE3).
+        // x86-64-v3, which has SSSE3, and `main` checks the CPU has it).
         unsafe {
             self.fold_vector(values, captures)
         };

@@ -90,7 +90,8 @@ impl Shuffles {
     fn new(bytes: [[[u8; 16]; 3]; MAX_VECTORS]) -> Shuffles {
         // SAFETY: the only requirement of a `target_feature` function is
         // that the CPU has the feature, and this build assumes SSSE3 (the
-        // `cfg` above: `.cargo/config.toml` builds for x86-64-v2).
+        // `cfg` above: `.cargo/config.toml` builds for x86-64-v3, and
+        // `main` checks the CPU has it).
         let load = |bytes: [u8; 16]| unsafe { super::layout_bytes::load(&bytes) };
         Shuffles { masks: bytes.map(|per_input| per_input.map(load)) }
     }

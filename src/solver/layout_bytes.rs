@@ -36,8 +36,8 @@ pub(super) fn set_cached<const N: usize>(values: &mut [u8; CARD_STATES], fills: 
     #[cfg(all(target_arch = "x86_64", target_feature = "sse4.1"))]
     // SAFETY: the only requirement of a `target_feature` function is that
     // the CPU has the feature, and this build assumes it for every function
-    // (the `cfg` above: `.cargo/config.toml` builds for x86-64-v2, which has
-    // SSE4.1).
+    // (the `cfg` above: `.cargo/config.toml` builds for x86-64-v3, which has
+    // SSE4.1, and `main` checks the CPU has it).
     unsafe {
         set_vector(values, None, fills)
     };
