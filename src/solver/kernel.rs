@@ -1784,21 +1784,82 @@ impl ChangedSides {
 
 /// Undecided states of the `count` layouts from `first` on, and the
 /// layouts with any as a bit set (bit j: the j-th); `None` if all are
-/// decided.
+/// decided. Words past `count` may hold anything: callers read only the
+/// set bits' words.
 #[inline(always)]
-fn undecided_layouts(
-    won: &[u32],
-    lost: &[u32],
-    first: usize,
-    count: usize,
-) -> Option<([u32; MAX_PLACEMENT_LAYOUTS], u32)> {
-    let mut undecided = [0u32; MAX_PLACEMENT_LAYOUTS];
+fn undecided_layouts(won: &[u32], lost: &[u32], first: usize, count: usize) -> Option<([u32; UNDECIDED_WORDS], u32)> {
+    let mut undecided = [0u32; UNDECIDED_WORDS];
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+    {
+        // Whole vectors of 8 layouts, the words past `count` included, but
+        // not past the lanes' end (the last placement of a lane: below).
+        let words = count.next_multiple_of(8);
+        if let (Some(won), Some(lost)) = (won.get(first..first + words), lost.get(first..first + words)) {
+            // SAFETY: the only requirement of a `target_feature` function is
+            // that the CPU has the feature, and this build assumes AVX2 (the
+            // `cfg` above: `.cargo/config.toml` builds for x86-64-v3, and
+            // `main` checks the CPU has it).
+            let open = unsafe { undecided_vectors(won, lost, &mut undecided) } & ((1 << count) - 1);
+            debug_assert_eq!(open, undecided_scalar(won, lost, count, &mut [0; UNDECIDED_WORDS]));
+            return (open != 0).then_some((undecided, open));
+        }
+    }
+    let open = undecided_scalar(&won[first..], &lost[first..], count, &mut undecided);
+    (open != 0).then_some((undecided, open))
+}
+
+/// Words of [`undecided_layouts`]' states: [`MAX_PLACEMENT_LAYOUTS`] in
+/// whole vectors of 8.
+const UNDECIDED_WORDS: usize = MAX_PLACEMENT_LAYOUTS.next_multiple_of(8);
+
+/// [`undecided_layouts`] a layout at a time, from the placement's first.
+#[inline(always)]
+fn undecided_scalar(won: &[u32], lost: &[u32], count: usize, undecided: &mut [u32; UNDECIDED_WORDS]) -> u32 {
     let mut open = 0;
-    for (j, (won, lost)) in won[first..first + count].iter().zip(&lost[first..first + count]).enumerate() {
+    for (j, (won, lost)) in won[..count].iter().zip(&lost[..count]).enumerate() {
         undecided[j] = !(won | lost) & ALL_CARD_STATES;
         open |= ((undecided[j] != 0) as u32) << j;
     }
-    (open != 0).then_some((undecided, open))
+    open
+}
+
+/// [`undecided_layouts`] 8 layouts at a time (the slices' length, a
+/// multiple of 8 up to [`UNDECIDED_WORDS`]): an OR, an AND-NOT and a
+/// compare per vector, the layouts with any undecided state by the sign
+/// bits' mask. Every word of the slices counts.
+#[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn undecided_vectors(won: &[u32], lost: &[u32], undecided: &mut [u32; UNDECIDED_WORDS]) -> u32 {
+    use std::arch::x86_64::*;
+    assert!(won.len() == lost.len() && won.len() <= UNDECIDED_WORDS && won.len().is_multiple_of(8));
+    let all = _mm256_set1_epi32(ALL_CARD_STATES as i32);
+    let mut vector = |k: usize| {
+        // SAFETY: words 8k..8k + 8 lie within each slice (the assert and the
+        // callers below) and within `undecided`; unaligned loads and stores.
+        let states = unsafe {
+            let won = _mm256_loadu_si256(won.as_ptr().add(8 * k).cast());
+            let lost = _mm256_loadu_si256(lost.as_ptr().add(8 * k).cast());
+            let states = _mm256_andnot_si256(_mm256_or_si256(won, lost), all);
+            _mm256_storeu_si256(undecided.as_mut_ptr().add(8 * k).cast(), states);
+            states
+        };
+        let none = _mm256_cmpeq_epi32(states, _mm256_setzero_si256());
+        (!_mm256_movemask_ps(_mm256_castsi256_ps(none)) as u32 & 0xff) << (8 * k)
+    };
+    // Written out rather than a loop of 1 to 4 rounds: the count is the
+    // same for a whole unit, so the branches are predicted.
+    let mut open = vector(0);
+    if won.len() > 8 {
+        open |= vector(1);
+        if won.len() > 16 {
+            open |= vector(2);
+            if won.len() > 24 {
+                open |= vector(3);
+            }
+        }
+    }
+    open
 }
 
 /// The layouts of a placement (bit j = a * q + b) whose opponent master
