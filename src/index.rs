@@ -756,8 +756,8 @@ impl MaterialIndex {
 /// `MAX_PIECES_PER_SIDE`), with no branch on n, which is a master's ordinal
 /// in the solver's kernels and follows no pattern there. With BMI2 (the
 /// x86-64-v3 build) the bit is deposited at the n-th set square
-/// (`pdep`); otherwise a fixed number of rounds clear the lowest bit while
-/// fewer than n are cleared.
+/// (`pdep`); otherwise by [`nth_square_by_rounds`], which debug builds
+/// check it against.
 #[inline]
 pub(crate) fn nth_square(board: u32, n: u32) -> u8 {
     debug_assert!((n as usize) < MAX_PIECES_PER_SIDE);
@@ -768,17 +768,23 @@ pub(crate) fn nth_square(board: u32, n: u32) -> u8 {
         // that the CPU has the feature, and this build assumes BMI2 (the
         // `cfg` above: `.cargo/config.toml` builds for x86-64-v3, and
         // `main` checks the CPU has it).
-        let square = unsafe { std::arch::x86_64::_pdep_u32(1 << n, board) };
-        square.trailing_zeros() as u8
+        let square = unsafe { std::arch::x86_64::_pdep_u32(1 << n, board) }.trailing_zeros() as u8;
+        debug_assert_eq!(square, nth_square_by_rounds(board, n));
+        square
     }
     #[cfg(not(all(target_arch = "x86_64", target_feature = "bmi2")))]
-    {
-        let mut rest = board;
-        for round in 0..MAX_PIECES_PER_SIDE as u32 - 1 {
-            rest &= rest.wrapping_sub((round < n) as u32);
-        }
-        rest.trailing_zeros() as u8
+    nth_square_by_rounds(board, n)
+}
+
+/// [`nth_square`] without BMI2: a fixed number of rounds, each clearing the
+/// lowest bit while fewer than n are cleared.
+#[inline]
+fn nth_square_by_rounds(board: u32, n: u32) -> u8 {
+    let mut rest = board;
+    for round in 0..MAX_PIECES_PER_SIDE as u32 - 1 {
+        rest &= rest.wrapping_sub((round < n) as u32);
     }
+    rest.trailing_zeros() as u8
 }
 
 /// Colex rank of a board among the boards with as many pieces: the sum
