@@ -374,14 +374,32 @@ impl Group {
 
     /// An [`Odometer`] at placement `placement`.
     pub(crate) fn odometer(&self, placement: u64) -> Odometer<'_> {
-        // Each row's patterns, looked up once for the group's counts.
-        let patterns: [&[u16; MAX_ROW_RADIX]; ROWS] = std::array::from_fn(|row| {
-            &ROW_PATTERNS[self.mover_counts[row] as usize][self.opponent_counts[row] as usize]
-        });
-        let mirrored: [&[u8; MAX_ROW_RADIX]; ROWS] = std::array::from_fn(|row| {
-            &MIRRORED_DIGIT[self.mover_counts[row] as usize][self.opponent_counts[row] as usize]
-        });
-        let mut odometer = Odometer { group: self, patterns, mirrored, digits: [0; ROWS], boards: (0, 0) };
+        // Each row's change of both boards from each digit to the next
+        // (the last to the first: a carry), shifted into place.
+        let mut row_steps = [[0u64; MAX_ROW_RADIX]; ROWS];
+        for (row, steps) in row_steps.iter_mut().enumerate() {
+            let radix = self.row_radices[row];
+            let boards = |digit: u8| {
+                let (mover, opponent) = self.row_patterns(row, digit);
+                (mover as u64 | (opponent as u64) << 32) << (5 * row)
+            };
+            for digit in 0..radix {
+                steps[digit as usize] = boards(digit) ^ boards((digit + 1) % radix);
+            }
+        }
+        // Each row's part of the image's number by digit, its weight
+        // multiplied in: a group's numbers are below 30^5 (`MAX_ROW_RADIX`
+        // per row), so they fit 32 bits.
+        let mut image_parts = [[0u32; MAX_ROW_RADIX]; ROWS];
+        for (row, parts) in image_parts.iter_mut().enumerate() {
+            let mirrored = &MIRRORED_DIGIT[self.mover_counts[row] as usize][self.opponent_counts[row] as usize];
+            let weight = u32::try_from(self.row_weights[row]).expect("a group's placements are below 30^5");
+            for digit in 0..self.row_radices[row] as usize {
+                parts[digit] = mirrored[digit] as u32 * weight;
+            }
+        }
+        let mut odometer =
+            Odometer { group: self, row_steps, image_parts, radices: self.row_radices, digits: [0; ROWS], boards: 0 };
         odometer.seek(placement);
         odometer
     }
@@ -399,20 +417,27 @@ impl Group {
 /// of decoding every digit; [`Odometer::seek`] decodes them all, for a
 /// jump. It numbers the mirror image of a placement from the digits, a
 /// table per row (ranking the image's boards from scratch was about 4% of
-/// a mirroring 4-men run's instructions).
+/// a mirroring 4-men run's instructions), the rows' weights multiplied in
+/// when the odometer is made.
 pub(crate) struct Odometer<'a> {
     group: &'a Group,
-    patterns: [&'static [u16; MAX_ROW_RADIX]; ROWS],
-    mirrored: [&'static [u8; MAX_ROW_RADIX]; ROWS],
+    /// By row and digit: what moving that row's digit on (the last one back
+    /// to 0) changes in [`Odometer::boards`], one XOR for both boards.
+    row_steps: [[u64; MAX_ROW_RADIX]; ROWS],
+    /// By row and digit: the row's part of the image's number.
+    image_parts: [[u32; MAX_ROW_RADIX]; ROWS],
+    /// The group's row radices, kept beside the digits.
+    radices: [u8; ROWS],
     digits: [u8; ROWS],
-    boards: (u32, u32),
+    /// The mover's board in the low 32 bits, the opponent's in the high.
+    boards: u64,
 }
 
 impl Odometer<'_> {
     /// The (mover, opponent) boards of the placement it is at.
     #[inline(always)]
     pub(crate) fn boards(&self) -> (u32, u32) {
-        self.boards
+        (self.boards as u32, (self.boards >> 32) as u32)
     }
 
     /// The number, in the group, of the mirror image (columns reversed) of
@@ -420,14 +445,13 @@ impl Odometer<'_> {
     /// image lies in the group.
     #[inline(always)]
     pub(crate) fn image_number(&self) -> u64 {
-        let image = (0..ROWS)
-            .map(|row| self.mirrored[row][self.digits[row] as usize] as u64 * self.group.row_weights[row])
-            .sum();
+        let image = (0..ROWS).map(|row| self.image_parts[row][self.digits[row] as usize]).sum::<u32>() as u64;
         debug_assert_eq!(
             image,
             (0..ROWS)
                 .map(|row| {
-                    let (m, o) = ((self.boards.0 >> (5 * row)) & 31, (self.boards.1 >> (5 * row)) & 31);
+                    let (mover, opponent) = self.boards();
+                    let (m, o) = ((mover >> (5 * row)) & 31, (opponent >> (5 * row)) & 31);
                     ROW_DIGIT[reverse_row(m as usize)][reverse_row(o as usize)] as u64 * self.group.row_weights[row]
                 })
                 .sum::<u64>(),
@@ -439,22 +463,14 @@ impl Odometer<'_> {
     /// Moves to the next placement (past the group's last: to its first).
     #[inline(always)]
     pub(crate) fn advance(&mut self) {
-        let (mut mover, mut opponent) = self.boards;
         for row in DIGIT_ORDER {
-            let old = unpack_patterns(self.patterns[row][self.digits[row] as usize]);
+            self.boards ^= self.row_steps[row][self.digits[row] as usize];
             self.digits[row] += 1;
-            let carry = self.digits[row] == self.group.row_radices[row];
-            if carry {
-                self.digits[row] = 0;
-            }
-            let new = unpack_patterns(self.patterns[row][self.digits[row] as usize]);
-            mover ^= (old.0 ^ new.0) << (5 * row);
-            opponent ^= (old.1 ^ new.1) << (5 * row);
-            if !carry {
+            if self.digits[row] != self.radices[row] {
                 break;
             }
+            self.digits[row] = 0;
         }
-        self.boards = (mover, opponent);
     }
 
     /// Moves to placement `placement`.
@@ -464,11 +480,12 @@ impl Odometer<'_> {
             self.digits[row] = (rest % self.group.row_radices[row] as u64) as u8;
             rest /= self.group.row_radices[row] as u64;
         }
-        self.boards = self.group.placement(placement);
+        let (mover, opponent) = self.group.placement(placement);
+        self.boards = mover as u64 | (opponent as u64) << 32;
         debug_assert!(
             DIGIT_ORDER.iter().all(|&row| {
-                let (m, o) = unpack_patterns(self.patterns[row][self.digits[row] as usize]);
-                (self.boards.0 >> (5 * row)) & 31 == m && (self.boards.1 >> (5 * row)) & 31 == o
+                let (m, o) = self.group.row_patterns(row, self.digits[row]);
+                (mover >> (5 * row)) & 31 == m && (opponent >> (5 * row)) & 31 == o
             }),
             "the digits are the boards' rows"
         );
