@@ -336,6 +336,11 @@ pub struct CardTables {
     /// `expand[c][g]`: for a 6-bit set g of successor states in group c (side
     /// card c), the set of states holding c whose move with c leads into g.
     pub expand: [[u32; 64]; CARDS_PER_GAME],
+    /// `held_into[c][g]`: `expand[c][g]` and the states not holding c, the
+    /// part of [`CardTables::all_held`] for card c by one look-up (an OR
+    /// with the card's `holds` at every call was about a third of its
+    /// instructions).
+    held_into: [[u32; 64]; CARDS_PER_GAME],
 }
 
 impl CardTables {
@@ -355,7 +360,8 @@ impl CardTables {
                 }
             }
         }
-        CardTables { holds, expand }
+        let held_into = std::array::from_fn(|c| expand[c].map(|word| (word | !holds[c]) & ALL_CARD_STATES));
+        CardTables { holds, expand, held_into }
     }
 
     /// Mask of the six states of group c (side card c).
@@ -385,9 +391,9 @@ impl CardTables {
     pub fn all_held(&self, acc_and: u32) -> u32 {
         let mut out = ALL_CARD_STATES;
         for c in 0..CARDS_PER_GAME {
-            out &= self.expand[c][((acc_and >> (6 * c)) & 0x3f) as usize] | !self.holds[c];
+            out &= self.held_into[c][((acc_and >> (6 * c)) & 0x3f) as usize];
         }
-        out & ALL_CARD_STATES
+        out
     }
 }
 
@@ -800,6 +806,23 @@ mod tests {
                     assert_ne!(t.any_predecessor(1 << next.index(), 1 << c) & (1 << k.index()), 0);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn all_held_is_every_held_card_leading_into_the_word() {
+        let t = CardTables::new();
+        let mut seed = 0x1234_5679_u32;
+        for _ in 0..2000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            // Dense and sparse words both.
+            let word = if seed & 1 == 0 { seed | seed >> 7 } else { seed & seed >> 5 } & ALL_CARD_STATES;
+            let expect = CardState::all()
+                .filter(|k| k.mover_cards().iter().all(|&c| word >> k.after_playing(c).index() & 1 != 0))
+                .fold(0u32, |set, k| set | 1 << k.index());
+            assert_eq!(t.all_held(word), expect, "{word:#x}");
         }
     }
 }
