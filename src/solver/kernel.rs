@@ -689,16 +689,8 @@ fn capture_events(values: &[u8; CARD_STATES], capture: u32) -> (EventDepths, u8)
     while rest != 0 {
         let k = rest.trailing_zeros() as usize;
         rest &= !layout_bytes::states_holding(values, values[k]);
-        let byte = values[k] as u16;
-        // A loss byte b (1..=127) is a loss in 2 (b - 1) plies, a win byte
-        // a win in 2 (255 - b) + 1; a draw (128) comes out as 255, which
-        // no depth reaches (`value::MAX_WIN_PLIES`) and is dropped below.
-        let plies = if byte < DRAW as u16 { 2 * byte - 2 } else { 511 - 2 * byte };
-        debug_assert_eq!(
-            Value::from_byte(byte as u8).and_then(Value::plies).unwrap_or(DRAW_PLIES),
-            plies,
-            "byte {byte}"
-        );
+        // A draw comes out as DRAW_PLIES, dropped below.
+        let plies = byte_plies(values[k]);
         let bit = 1u64 << (plies % 64);
         for (w, word) in words.iter_mut().enumerate() {
             *word |= bit & (((plies / 64) as usize == w) as u64).wrapping_neg();
@@ -707,6 +699,18 @@ fn capture_events(values: &[u8; CARD_STATES], capture: u32) -> (EventDepths, u8)
     }
     words[(DRAW_PLIES / 64) as usize] &= !(1 << (DRAW_PLIES % 64));
     (EventDepths { words, beyond: 0 }, first)
+}
+
+/// The plies of a value byte other than [`NO_VALUE`], by arithmetic: a
+/// loss byte b (1..=127) is a loss in 2 (b - 1) plies, a win byte a win in
+/// 2 (255 - b) + 1; a draw (128) comes out as [`DRAW_PLIES`], which no
+/// depth reaches (`value::MAX_WIN_PLIES`).
+#[inline(always)]
+fn byte_plies(byte: u8) -> u16 {
+    let byte = byte as u16;
+    let plies = if byte < DRAW as u16 { 2 * byte - 2 } else { 511 - 2 * byte };
+    debug_assert_eq!(Value::from_byte(byte as u8).and_then(Value::plies).unwrap_or(DRAW_PLIES), plies, "byte {byte}");
+    plies
 }
 
 /// [`capture_events`] of a layout's value words: a state at a time (word
@@ -787,6 +791,26 @@ impl StepValues<'_> {
                     return 0;
                 }
                 let (mut rest, mut due, mut next) = (candidates, 0, NO_EVENT);
+                if *width == ValueWidth::Byte {
+                    // The same for bytes, with no decoding: a draw's plies
+                    // are NO_EVENT, which changes no minimum.
+                    let bytes: &[u8; CARD_STATES] =
+                        values[n * CARD_STATES..][..CARD_STATES].try_into().expect("a layout's bytes");
+                    while rest != 0 {
+                        let k = rest.trailing_zeros() as usize;
+                        rest &= rest - 1;
+                        if due_now(bytes[k] as u16) {
+                            due |= 1 << k;
+                        } else {
+                            let plies = byte_plies(bytes[k]);
+                            if plies > depth {
+                                next = next.min(plies as u8);
+                            }
+                        }
+                    }
+                    next_event[n] = next;
+                    return due;
+                }
                 while rest != 0 {
                     let k = rest.trailing_zeros() as usize;
                     rest &= rest - 1;
