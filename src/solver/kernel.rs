@@ -564,6 +564,20 @@ pub(super) fn initialize(
         let no_move = ALL_CARD_STATES & !moves.holding_any(cards_with_moves);
         // The master reaches the temple only if no own piece stands there.
         let temple = (1u32 << MOVER_TARGET) & !mover;
+        // Taking the master, or the master reaching the temple, wins: the
+        // cards that take each opponent piece, and those with which each
+        // mover piece reaches the temple, worked out once per piece instead
+        // of per layout (0.4% of a 6-men run's instructions).
+        let (mut takes, mut reaches) = ([0u8; MAX_PIECES_PER_SIDE], [0u8; MAX_PIECES_PER_SIDE]);
+        for (b, takes) in takes[..q].iter_mut().enumerate() {
+            let square = place.opponent_square(b);
+            *takes = (0..CARDS_PER_GAME).fold(0, |cards, c| cards | ((attacked[c] >> square & 1) as u8) << c);
+        }
+        for (a, reaches) in reaches[..p].iter_mut().enumerate() {
+            let square = place.mover_square(a) as usize;
+            *reaches = (0..CARDS_PER_GAME)
+                .fold(0, |cards, c| cards | ((moves.card_reach[c][square] & temple != 0) as u8) << c);
+        }
         for j in 0..p * q {
             let (n, layout) = (i * p * q + j, place.layout(j / q, j % q));
             let values = &mut own.values[n * layout_bytes..(n + 1) * layout_bytes];
@@ -585,36 +599,35 @@ pub(super) fn initialize(
                 }
                 continue;
             }
-            // Taking the master, or the master reaching the temple, wins.
-            let mut win_cards = 0u8;
-            for (c, attacked) in attacked.iter().enumerate() {
-                let takes_master = attacked >> layout.opponent_master & 1 != 0;
-                let reaches_temple = moves.card_reach[c][layout.mover_master as usize] & temple != 0;
-                win_cards |= ((takes_master || reaches_temple) as u8) << c;
-            }
-            let win_now = moves.holding_any(win_cards);
+            let win_now = moves.holding_any(takes[j % q] | reaches[j / q]);
             let lost_now = if rules.no_move == NoMoveRule::Loss { no_move & !win_now } else { 0 };
             own.won[n] = win_now;
             own.lost[n] = lost_now;
             own.fresh[n] = lost_now;
             // Every capture value of an undecided state bounds it until it
             // falls due.
-            let with_value = (0..CARD_STATES).fold(0u32, |set, k| set | ((width.code_at(values, k) != 0) as u32) << k);
-            let capture = with_value & !(win_now | lost_now);
-            let (events, first_event) = match width {
+            let (events, capture) = match width {
                 ValueWidth::Byte => {
                     let values: &mut [u8; CARD_STATES] = values.try_into().expect("a layout's bytes");
+                    // By two vector comparisons (a loop over the states was
+                    // 0.4% of a 6-men run's instructions).
+                    let with_value = ALL_CARD_STATES & !layout_bytes::states_holding(values, NO_VALUE);
+                    let capture = with_value & !(win_now | lost_now);
                     let events = capture_events(values, capture);
                     layout_bytes::set_cached(values, [(win_now, win1), (lost_now, loss0)]);
-                    events
+                    (events, capture)
                 }
                 ValueWidth::Word => {
+                    let with_value =
+                        (0..CARD_STATES).fold(0u32, |set, k| set | ((width.code_at(values, k) != 0) as u32) << k);
+                    let capture = with_value & !(win_now | lost_now);
                     let events = capture_events_of_words(values, capture);
                     set_codes(width, values, win_now, Value::Win(1).to_word());
                     set_codes(width, values, lost_now, Value::Loss(0).to_word());
-                    events
+                    (events, capture)
                 }
             };
+            let (events, first_event) = events;
             report.events = report.events.union(events);
             if let Some(next_event) = own.next_event.as_deref_mut() {
                 next_event[n] = first_event;
