@@ -1382,7 +1382,7 @@ fn fold_kept(
     // before folding any, so that their reads overlap (copying the kept
     // moves into a list did this before they were folded in place).
     for m in kept {
-        prefetch(&lane[m.offset as usize..]);
+        crate::cache_hint::prefetch_element(lane, m.offset as usize);
     }
     for m in kept {
         let start = m.offset as usize;
