@@ -139,13 +139,14 @@ impl CrossingTable {
     pub fn permuted<const N: usize>(
         &self,
         block: &[u32; N],
-        p: usize,
+        (p, q): (usize, usize),
         (from, to): (usize, usize),
     ) -> [u32; PERMUTED_WORDS] {
-        debug_assert!(N.is_multiple_of(p) && from < p && to < p, "a block of p * q words");
+        // q is the caller's: N / p is a division at every crossing move.
+        debug_assert!(N == p * q && from < p && to < p, "a block of p * q words");
         #[cfg(all(target_arch = "x86_64", target_feature = "ssse3"))]
         if N >= 4 {
-            let shuffles = &self.shuffles[CrossingTable::entry(p, N / p, (from, to))];
+            let shuffles = &self.shuffles[CrossingTable::entry(p, q, (from, to))];
             // SAFETY: as in `Shuffles::new`: this build assumes SSSE3.
             let out = unsafe { permuted_vector(block, shuffles) };
             debug_assert_eq!(

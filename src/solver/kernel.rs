@@ -1336,15 +1336,15 @@ fn visit_crossing(
     // As in `visit_words`: a fixed length for the blocks of the largest
     // materials of each size.
     match block.len() {
-        4 => visit_crossing_block::<4>(crossing, p, ordinals, block, states, visit),
-        6 => visit_crossing_block::<6>(crossing, p, ordinals, block, states, visit),
-        8 => visit_crossing_block::<8>(crossing, p, ordinals, block, states, visit),
-        9 => visit_crossing_block::<9>(crossing, p, ordinals, block, states, visit),
-        12 => visit_crossing_block::<12>(crossing, p, ordinals, block, states, visit),
-        15 => visit_crossing_block::<15>(crossing, p, ordinals, block, states, visit),
-        16 => visit_crossing_block::<16>(crossing, p, ordinals, block, states, visit),
-        20 => visit_crossing_block::<20>(crossing, p, ordinals, block, states, visit),
-        25 => visit_crossing_block::<25>(crossing, p, ordinals, block, states, visit),
+        4 => visit_crossing_block::<4>(crossing, (p, q), ordinals, block, states, visit),
+        6 => visit_crossing_block::<6>(crossing, (p, q), ordinals, block, states, visit),
+        8 => visit_crossing_block::<8>(crossing, (p, q), ordinals, block, states, visit),
+        9 => visit_crossing_block::<9>(crossing, (p, q), ordinals, block, states, visit),
+        12 => visit_crossing_block::<12>(crossing, (p, q), ordinals, block, states, visit),
+        15 => visit_crossing_block::<15>(crossing, (p, q), ordinals, block, states, visit),
+        16 => visit_crossing_block::<16>(crossing, (p, q), ordinals, block, states, visit),
+        20 => visit_crossing_block::<20>(crossing, (p, q), ordinals, block, states, visit),
+        25 => visit_crossing_block::<25>(crossing, (p, q), ordinals, block, states, visit),
         words => visit_words(&crossing::permuted_scalar(block, p, ordinals)[..words], states, visit),
     }
 }
@@ -1353,14 +1353,14 @@ fn visit_crossing(
 #[inline(always)]
 fn visit_crossing_block<const N: usize>(
     crossing: &CrossingTable,
-    p: usize,
+    (p, q): (usize, usize),
     ordinals: (usize, usize),
     block: &[u32],
     states: u32,
     visit: &mut impl FnMut(usize, u32, u32),
 ) {
     let block: &[u32; N] = block.try_into().expect("a block holds p * q words");
-    visit_block::<N>(&crossing.permuted(block, p, ordinals)[..N], states, visit);
+    visit_block::<N>(&crossing.permuted(block, (p, q), ordinals)[..N], states, visit);
 }
 
 /// [`PlacementMoves::for_each_successor`] for a placement's kept moves,
