@@ -800,7 +800,10 @@ impl StepValues<'_> {
     fn due(&mut self, n: usize, candidates: u32, depth: u16, due_now: impl Fn(u16) -> bool) -> u32 {
         match self {
             StepValues::Written { values, next_event, width } => {
-                if u16::from(next_event[n]) > depth {
+                // No candidates now means none ever again (`capture` and
+                // the undecided states only lose states), so `next_event`
+                // is left as it is: not read, it is not a cache miss.
+                if candidates == 0 || u16::from(next_event[n]) > depth {
                     return 0;
                 }
                 let (mut rest, mut due, mut next) = (candidates, 0, NO_EVENT);
