@@ -714,6 +714,102 @@ fn capture_events(values: &[u8; CARD_STATES], capture: u32) -> (EventDepths, u8)
     (EventDepths { words, beyond: 0 }, first)
 }
 
+/// Which stored codes [`StepValues::due`] takes as due now: a win step's
+/// capture wins in exactly its depth, a loss step's capture losses in its
+/// depth or sooner.
+#[derive(Clone, Copy)]
+enum DueWhen {
+    Equal(u16),
+    AtMost(u16),
+}
+
+impl DueWhen {
+    #[inline(always)]
+    fn accepts(self, code: u16) -> bool {
+        match self {
+            DueWhen::Equal(due) => code == due,
+            DueWhen::AtMost(due) => code <= due,
+        }
+    }
+}
+
+/// [`StepValues::due`] for a layout's value bytes: of `candidates`, those
+/// due now, and the least plies past `depth` among the others
+/// ([`NO_EVENT`] if none: a draw's plies are NO_EVENT too). On x86_64 by
+/// vectors, a fixed cost, where the loop's two unpredictable branches
+/// per candidate were about 2% of a 6-men run's instructions.
+#[inline(always)]
+fn due_bytes(bytes: &[u8; CARD_STATES], candidates: u32, depth: u16, due_now: DueWhen) -> (u32, u8) {
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+    // SAFETY: this build assumes AVX2 (x86-64-v3; `main` checks the CPU
+    // first, DESIGN.md "Build settings").
+    let found = unsafe { due_bytes_vector(bytes, candidates, depth, due_now) };
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
+    let found = due_bytes_scalar(bytes, candidates, depth, due_now);
+    debug_assert_eq!(found, due_bytes_scalar(bytes, candidates, depth, due_now), "the vectors agree with the loop");
+    found
+}
+
+/// The definition, a candidate at a time.
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "avx2", not(debug_assertions)), allow(dead_code))]
+fn due_bytes_scalar(bytes: &[u8; CARD_STATES], candidates: u32, depth: u16, due_now: DueWhen) -> (u32, u8) {
+    let (mut rest, mut due, mut next) = (candidates, 0, NO_EVENT);
+    while rest != 0 {
+        let k = rest.trailing_zeros() as usize;
+        rest &= rest - 1;
+        if due_now.accepts(bytes[k] as u16) {
+            due |= 1 << k;
+        } else {
+            let plies = byte_plies(bytes[k]);
+            if plies > depth {
+                next = next.min(plies as u8);
+            }
+        }
+    }
+    (due, next)
+}
+
+/// [`due_bytes`] by vectors: the due states by byte comparisons, the plies
+/// of all 30 bytes as 16-bit lanes (states 0..16 and 14..30), the least
+/// of the waiting ones past `depth` by a vertical then a horizontal
+/// minimum.
+#[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn due_bytes_vector(bytes: &[u8; CARD_STATES], candidates: u32, depth: u16, due_now: DueWhen) -> (u32, u8) {
+    use layout_bytes::HIGH_START;
+    use std::arch::x86_64::*;
+    let halves = [layout_bytes::load(&bytes[..16]), layout_bytes::load(&bytes[HIGH_START..])];
+    let due_in = |half: __m128i| {
+        let due = match due_now {
+            DueWhen::Equal(code) => _mm_cmpeq_epi8(half, _mm_set1_epi8(code as u8 as i8)),
+            DueWhen::AtMost(code) => _mm_cmpeq_epi8(_mm_min_epu8(half, _mm_set1_epi8(code as u8 as i8)), half),
+        };
+        _mm_movemask_epi8(due) as u32
+    };
+    let due = (due_in(halves[0]) | due_in(halves[1]) << HIGH_START) & candidates;
+    let waiting = candidates & !due;
+    let lane_bits = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, i16::MIN);
+    let none = _mm256_set1_epi16(-1);
+    let mut least = none;
+    for (half, first) in [(halves[0], 0), (halves[1], HIGH_START)] {
+        // As `byte_plies`: 2 b - 2 below a draw, 511 - 2 b from it on.
+        let byte = _mm256_cvtepu8_epi16(half);
+        let twice = _mm256_add_epi16(byte, byte);
+        let loss = _mm256_sub_epi16(twice, _mm256_set1_epi16(2));
+        let win = _mm256_sub_epi16(_mm256_set1_epi16(511), twice);
+        let below_draw = _mm256_cmpgt_epi16(_mm256_set1_epi16(DRAW as i16), byte);
+        let plies = _mm256_blendv_epi8(win, loss, below_draw);
+        let bits = _mm256_set1_epi16((waiting >> first) as u16 as i16);
+        let waits = _mm256_cmpeq_epi16(_mm256_and_si256(bits, lane_bits), lane_bits);
+        let later = _mm256_cmpgt_epi16(plies, _mm256_set1_epi16(depth as i16));
+        least = _mm256_min_epu16(least, _mm256_blendv_epi8(none, plies, _mm256_and_si256(waits, later)));
+    }
+    let least = _mm_min_epu16(_mm256_castsi256_si128(least), _mm256_extracti128_si256::<1>(least));
+    let least = _mm_cvtsi128_si32(_mm_minpos_epu16(least)) as u16;
+    (due, least.min(NO_EVENT as u16) as u8)
+}
+
 /// The plies of a value byte other than [`NO_VALUE`], by arithmetic: a
 /// loss byte b (1..=127) is a loss in 2 (b - 1) plies, a win byte a win in
 /// 2 (255 - b) + 1; a draw (128) comes out as [`DRAW_PLIES`], which no
@@ -797,7 +893,7 @@ impl StepValues<'_> {
     /// not due must be all the layout's states still waiting for a capture
     /// event after the step (resident: the next event is found among them).
     #[inline(always)]
-    fn due(&mut self, n: usize, candidates: u32, depth: u16, due_now: impl Fn(u16) -> bool) -> u32 {
+    fn due(&mut self, n: usize, candidates: u32, depth: u16, due_now: DueWhen) -> u32 {
         match self {
             StepValues::Written { values, next_event, width } => {
                 // No candidates now means none ever again (`capture` and
@@ -806,32 +902,19 @@ impl StepValues<'_> {
                 if candidates == 0 || u16::from(next_event[n]) > depth {
                     return 0;
                 }
-                let (mut rest, mut due, mut next) = (candidates, 0, NO_EVENT);
                 if *width == ValueWidth::Byte {
-                    // The same for bytes, with no decoding: a draw's plies
-                    // are NO_EVENT, which changes no minimum.
                     let bytes: &[u8; CARD_STATES] =
                         values[n * CARD_STATES..][..CARD_STATES].try_into().expect("a layout's bytes");
-                    while rest != 0 {
-                        let k = rest.trailing_zeros() as usize;
-                        rest &= rest - 1;
-                        if due_now(bytes[k] as u16) {
-                            due |= 1 << k;
-                        } else {
-                            let plies = byte_plies(bytes[k]);
-                            if plies > depth {
-                                next = next.min(plies as u8);
-                            }
-                        }
-                    }
+                    let (due, next) = due_bytes(bytes, candidates, depth, due_now);
                     next_event[n] = next;
                     return due;
                 }
+                let (mut rest, mut due, mut next) = (candidates, 0, NO_EVENT);
                 while rest != 0 {
                     let k = rest.trailing_zeros() as usize;
                     rest &= rest - 1;
                     let code = width.code_at(values, n * CARD_STATES + k);
-                    if due_now(code) {
+                    if due_now.accepts(code) {
                         due |= 1 << k;
                     } else if let Some(plies) = width.decode(code).and_then(Value::plies) {
                         // Events of earlier depths were met when due (the
@@ -1715,7 +1798,7 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
             wins &= looked;
             // A capture win can be due only where the group has an event now.
             if own.capture_due {
-                wins |= own.values.due(n, undecided & own.capture[n] & !wins, depth, |code| code == win_code);
+                wins |= own.values.due(n, undecided & own.capture[n] & !wins, depth, DueWhen::Equal(win_code));
             }
             wins &= undecided;
             if let Some(newly_won) = own.newly_won.as_deref_mut() {
@@ -2043,7 +2126,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
                 // back: losing in `depth` is as long. (Each such capture is
                 // due at its own depth, when its group is visited, so
                 // `<=` and the schedule's `==` clear the same bits.)
-                let expired = own.values.due(n, undecided & own.capture[n], depth, |code| code <= loss_code);
+                let expired = own.values.due(n, undecided & own.capture[n], depth, DueWhen::AtMost(loss_code));
                 if expired != 0 {
                     own.capture[n] &= !expired;
                     report.modified = true;
@@ -2292,8 +2375,8 @@ mod tests {
             let mut next_event = vec![NO_EVENT, 4];
             let mut step = StepValues::Written { values: &mut values, next_event: &mut next_event, width };
             let waiting = 1 | 1 << 3 | 1 << 7;
-            let win_due = |depth: u16| move |code: u16| code == width.encode(Value::Win(depth));
-            let loss_due = |depth: u16| move |code: u16| code <= width.encode(Value::Loss(depth));
+            let win_due = |depth: u16| DueWhen::Equal(width.encode(Value::Win(depth)));
+            let loss_due = |depth: u16| DueWhen::AtMost(width.encode(Value::Loss(depth)));
             let next = |step: &StepValues| match step {
                 StepValues::Written { next_event, .. } => next_event[1],
                 StepValues::Logged(_) => unreachable!(),
@@ -2321,7 +2404,7 @@ mod tests {
         assert!(events.contains(256) && events.contains(301) && !events.contains(302) && !events.contains(255));
         let mut next_event = vec![first];
         let mut step = StepValues::Written { values: &mut values, next_event: &mut next_event, width };
-        let win_due = |depth: u16| move |code: u16| code == width.encode(Value::Win(depth));
+        let win_due = |depth: u16| DueWhen::Equal(width.encode(Value::Win(depth)));
         assert_eq!(step.due(0, 1 << 2, 253, win_due(253)), 0);
         assert_eq!(step.due(0, 1 << 2, 299, win_due(299)), 0);
         assert_eq!(step.due(0, 1 << 2, 301, win_due(301)), 1 << 2);
