@@ -189,25 +189,25 @@ mod tests {
         assert_eq!(board(0b11111), 0b11111);
         assert_eq!(board(0b00011 << 10), 0b11000 << 10);
         // Square by square, on boards of every density.
-        let mut seed = 0x9e37_79b9_u32;
-        for _ in 0..1000 {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            let b = seed & ((1 << 25) - 1);
+        for b in random_boards(0x9e37_79b9) {
             let by_square = (0..25u8).filter(|&s| b >> s & 1 != 0).fold(0, |out, s| out | 1 << square(s));
             assert_eq!(board(b), by_square);
         }
     }
 
-    #[test]
-    fn image_ordinals_count_on_the_mirrored_board() {
-        let mut seed = 0x2545_f491_u32;
-        for _ in 0..1000 {
+    /// A thousand boards of 25 squares, from a xorshift of `seed`.
+    fn random_boards(mut seed: u32) -> impl Iterator<Item = u32> {
+        (0..1000).map(move |_| {
             seed ^= seed << 13;
             seed ^= seed >> 17;
             seed ^= seed << 5;
-            let b = seed & ((1 << 25) - 1);
+            seed & ((1 << 25) - 1)
+        })
+    }
+
+    #[test]
+    fn image_ordinals_count_on_the_mirrored_board() {
+        for b in random_boards(0x2545_f491) {
             for s in (0..25u8).filter(|&s| b >> s & 1 != 0) {
                 let image = square(s);
                 assert_eq!(image_ordinal(b, s), (board(b) & ((1 << image) - 1)).count_ones() as usize, "{b:#x} {s}");
