@@ -477,8 +477,8 @@ impl Odometer<'_> {
     pub(crate) fn seek(&mut self, placement: u64) {
         let mut rest = placement;
         for row in DIGIT_ORDER {
-            self.digits[row] = (rest % self.group.row_radices[row] as u64) as u8;
-            rest /= self.group.row_radices[row] as u64;
+            self.digits[row] = (rest % self.radices[row] as u64) as u8;
+            rest /= self.radices[row] as u64;
         }
         let (mover, opponent) = self.group.placement(placement);
         self.boards = mover as u64 | (opponent as u64) << 32;

@@ -606,7 +606,7 @@ pub(super) fn initialize(
             own.fresh[n] = lost_now;
             // Every capture value of an undecided state bounds it until it
             // falls due.
-            let (events, capture) = match width {
+            let ((events, first_event), capture) = match width {
                 ValueWidth::Byte => {
                     let values: &mut [u8; CARD_STATES] = values.try_into().expect("a layout's bytes");
                     // By two vector comparisons (a loop over the states was
@@ -627,7 +627,6 @@ pub(super) fn initialize(
                     (events, capture)
                 }
             };
-            let (events, first_event) = events;
             report.events = report.events.union(events);
             if let Some(next_event) = own.next_event.as_deref_mut() {
                 next_event[n] = first_event;
@@ -1283,7 +1282,7 @@ fn mirrored(mirror: Option<&Mirror>, unit: &Unit, i: usize, (mover, opponent): (
     if image < unit.start + i as u64 {
         return Mirrored::Skipped;
     }
-    debug_assert_eq!(mirror::image_number(unit.group, mover, opponent).map(|(image, _, _)| image), Some(image));
+    debug_assert_eq!(mirror::image_number(unit.group, mover, opponent), Some(image));
     let first = unit.is_whole_group().then(|| image as usize * unit.p * unit.q);
     Mirrored::Writes(Image { first })
 }

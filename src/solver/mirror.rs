@@ -86,17 +86,16 @@ const COLUMN: [u32; 5] = {
 /// these boards (the image lies in the same group: the mirror keeps every
 /// row's counts), or `None` if the placement is its own image.
 #[inline(always)]
-pub(super) fn image_number(group: &Group, mover: u32, opponent: u32) -> Option<(u64, u32, u32)> {
+pub(super) fn image_number(group: &Group, mover: u32, opponent: u32) -> Option<u64> {
     let (image_mover, image_opponent) = (board(mover), board(opponent));
-    ((image_mover, image_opponent) != (mover, opponent))
-        .then(|| (group.placement_number(image_mover, image_opponent), image_mover, image_opponent))
+    ((image_mover, image_opponent) != (mover, opponent)).then(|| group.placement_number(image_mover, image_opponent))
 }
 
 /// Is placement `placement` of `group` (with these boards) the image of
 /// one that comes before it, so that a mirroring step does not solve it?
 #[inline(always)]
 pub(super) fn is_image(group: &Group, placement: u64, mover: u32, opponent: u32) -> bool {
-    image_number(group, mover, opponent).is_some_and(|(image, _, _)| image < placement)
+    image_number(group, mover, opponent).is_some_and(|image| image < placement)
 }
 
 /// The card-state permutation of a mirror-closed set, as tables that turn
