@@ -420,6 +420,7 @@ impl Group {
         let weight = u32::try_from(self.row_weights[row]).expect("a group's placements are below 30^5");
         mirrored[digit as usize] as u32 * weight
     }
+
     /// (mover, opponent) patterns of one row for a digit.
     #[inline(always)]
     fn row_patterns(&self, row: usize, digit: u8) -> (u32, u32) {
