@@ -374,29 +374,23 @@ impl Group {
 
     /// An [`Odometer`] at placement `placement`.
     pub(crate) fn odometer(&self, placement: u64) -> Odometer<'_> {
-        // Each row's change of both boards from each digit to the next
-        // (the last to the first: a carry), shifted into place.
+        // Each row's change, from each digit to the next (the last to the
+        // first: a carry), of both boards, shifted into place, and of the
+        // image's number, its weight multiplied in (a group's numbers are
+        // below 30^5, `MAX_ROW_RADIX` per row, so they fit 32 bits, and a
+        // change is added with wrapping).
         let mut row_steps = [[0u64; MAX_ROW_RADIX]; ROWS];
-        for (row, steps) in row_steps.iter_mut().enumerate() {
+        let mut image_steps = [[0u32; MAX_ROW_RADIX]; ROWS];
+        for row in 0..ROWS {
             let radix = self.row_radices[row];
             let boards = |digit: u8| {
                 let (mover, opponent) = self.row_patterns(row, digit);
                 (mover as u64 | (opponent as u64) << 32) << (5 * row)
             };
             for digit in 0..radix {
-                steps[digit as usize] = boards(digit) ^ boards((digit + 1) % radix);
-            }
-        }
-        // Each row's change of the image's number from each digit to the
-        // next (as `row_steps`), its weight multiplied in: a group's
-        // numbers are below 30^5 (`MAX_ROW_RADIX` per row), so they fit 32
-        // bits, and a change is added with wrapping.
-        let mut image_steps = [[0u32; MAX_ROW_RADIX]; ROWS];
-        for (row, steps) in image_steps.iter_mut().enumerate() {
-            let radix = self.row_radices[row];
-            for digit in 0..radix {
-                let next = self.image_part(row, (digit + 1) % radix);
-                steps[digit as usize] = next.wrapping_sub(self.image_part(row, digit));
+                let next = (digit + 1) % radix;
+                row_steps[row][digit as usize] = boards(digit) ^ boards(next);
+                image_steps[row][digit as usize] = self.image_part(row, next).wrapping_sub(self.image_part(row, digit));
             }
         }
         let mut odometer = Odometer {

@@ -579,14 +579,15 @@ pub(super) fn initialize(
                 .fold(0, |cards, c| cards | ((moves.card_reach[c][square] & temple != 0) as u8) << c);
         }
         for j in 0..p * q {
-            let (n, layout) = (i * p * q + j, place.layout(j / q, j % q));
+            let (a, b) = (j / q, j % q);
+            let (n, layout) = (i * p * q + j, place.layout(a, b));
             let values = &mut own.values[n * layout_bytes..(n + 1) * layout_bytes];
             if masters_end_game(layout.mover_master, layout.opponent_master) {
                 // Holes read as won and never fresh: quiet moves onto them
                 // (a master reaching the temple) change nothing. (An
                 // image of a hole is a hole: the temples are in the middle
                 // column.)
-                let image_n = image.map(|image| image.held_layout(&place, j, q).0);
+                let image_n = image.map(|image| image.held_number(&place, (a, b)));
                 for n in std::iter::once(n).chain(image_n) {
                     own.won[n] = ALL_CARD_STATES;
                     own.lost[n] = ALL_CARD_STATES;
@@ -599,7 +600,7 @@ pub(super) fn initialize(
                 }
                 continue;
             }
-            let win_now = moves.holding_any(takes[j % q] | reaches[j / q]);
+            let win_now = moves.holding_any(takes[b] | reaches[a]);
             let lost_now = if rules.no_move == NoMoveRule::Loss { no_move & !win_now } else { 0 };
             own.won[n] = win_now;
             own.lost[n] = lost_now;
@@ -640,7 +641,7 @@ pub(super) fn initialize(
             report.decided += (win_now | lost_now).count_ones() as u64;
             report.undecided += undecided.count_ones() as u64;
             if let (Some(image), Some(mirror)) = (&image, mirror) {
-                let (m, layout) = image.held_layout(&place, j, q);
+                let m = image.held_number(&place, (a, b));
                 let (win_now, lost_now) = (mirror.states(win_now), mirror.states(lost_now));
                 own.won[m] = win_now;
                 own.lost[m] = lost_now;
@@ -652,7 +653,7 @@ pub(super) fn initialize(
                 // Its value bytes are written when the pair is finished
                 // (`mirror_values`): nothing reads them before.
                 if lost_now != 0 {
-                    sides.mark_changed(&layout);
+                    sides.mark_changed(&image.layout(&place, (a, b)));
                     report.lost_at_start += lost_now.count_ones() as u64;
                 }
                 report.decided += (win_now | lost_now).count_ones() as u64;
@@ -676,7 +677,7 @@ pub(super) fn mirror_values(moves: &MoveTable, unit: Unit, width: ValueWidth, va
         let Mirrored::Writes(image) = mirrored(Some(mirror), &unit, i, (mover, opponent), at) else { return };
         let place = Placement::new(mover, opponent);
         for j in 0..p * q {
-            let (m, _) = image.held_layout(&place, j, q);
+            let m = image.held_number(&place, (j / q, j % q));
             let (values, image_values) = layout_bytes_and_other(values, width, i * p * q + j, m);
             match width {
                 ValueWidth::Byte => mirror.values(values, image_values),
@@ -1235,16 +1236,14 @@ struct Image {
 }
 
 impl Image {
-    /// The mirror image of layout `j` of `place` (`a * q + b`: the
-    /// masters' ordinals): its number counted from the unit's first (if
-    /// the unit holds it), and the layout.
+    /// The mirror image of layout (a, b) of `place` (the masters'
+    /// ordinals), as a layout.
     #[inline(always)]
-    fn layout(&self, place: &Placement, j: usize, q: usize) -> (Option<usize>, Layout) {
-        let (n, _) = self.number(place, j / q, j % q);
-        let mover_master = mirror::square(place.mover_square(j / q));
-        let opponent_master = mirror::square(place.opponent_square(j % q));
+    fn layout(&self, place: &Placement, (a, b): (usize, usize)) -> Layout {
+        let mover_master = mirror::square(place.mover_square(a));
+        let opponent_master = mirror::square(place.opponent_square(b));
         let (mover, opponent) = (mirror::board(place.mover), mirror::board(place.opponent));
-        (n, Layout { mover, opponent, mover_master, opponent_master })
+        Layout { mover, opponent, mover_master, opponent_master }
     }
 
     /// The image of layout (a, b) of `place` (the masters' ordinals): its
@@ -1258,12 +1257,11 @@ impl Image {
         (self.first.map(|first| first + mover_ordinal * q + opponent_ordinal), mover_ordinal)
     }
 
-    /// [`Image::layout`] in a unit that holds the image: a whole group's
+    /// [`Image::number`] in a unit that holds the image: a whole group's
     /// (initialisation and finishing work whole groups only).
     #[inline(always)]
-    fn held_layout(&self, place: &Placement, j: usize, q: usize) -> (usize, Layout) {
-        let (n, layout) = self.layout(place, j, q);
-        (n.expect("a whole group's unit holds its images"), layout)
+    fn held_number(&self, place: &Placement, (a, b): (usize, usize)) -> usize {
+        self.number(place, a, b).0.expect("a whole group's unit holds its images")
     }
 }
 
@@ -1872,7 +1870,7 @@ pub(super) fn mirror_decisions(
         for j in 0..p * q {
             let states = decided[i * p * q + j];
             if states != 0 {
-                let (m, _) = image.held_layout(&place, j, q);
+                let m = image.held_number(&place, (j / q, j % q));
                 let states = mirror.states(states);
                 decided[m] = states;
                 plane[m] |= states;
@@ -2017,8 +2015,9 @@ fn layouts_with_opponent_masters(masters: u8, p: usize, q: usize) -> u32 {
         }
         repeats
     };
-    let layouts = (u32::from(masters) & ((1 << q) - 1)) * REPEATS[p][q];
-    debug_assert_eq!(layouts, (0..p).fold(0, |layouts, a| layouts | (u32::from(masters) & ((1 << q) - 1)) << (a * q)));
+    let masters = u32::from(masters) & ((1 << q) - 1);
+    let layouts = masters * REPEATS[p][q];
+    debug_assert_eq!(layouts, (0..p).fold(0, |layouts, a| layouts | masters << (a * q)));
     layouts
 }
 
