@@ -517,7 +517,7 @@ fn unpack_patterns(packed: u16) -> (u32, u32) {
 }
 
 /// The turned row digits of one placement's boards (see
-/// [`MaterialIndex::turned_boards_part_after`]).
+/// [`MaterialIndex::turned_rows_part_except`]).
 pub struct TurnedRows {
     digits: [u16; ROWS],
     opponent: u32,
@@ -654,32 +654,54 @@ impl MaterialIndex {
         placement * self.material.mover as u64 * self.material.opponent as u64
     }
 
-    /// [`MaterialIndex::turned_boards_part`] for many boards that differ
-    /// from `rows`' boards only by one mover piece moving from `from_row`
-    /// to `to_row`: only those rows' digits are looked up again.
+    /// The part of [`MaterialIndex::turned_boards_part`] (before the
+    /// masters' factor p * q) that the moves of one mover piece from
+    /// `from_row` into `to_row` share: every row but `to_row`, with the
+    /// piece lifted off its row (`lifted` is the mover's board without it).
+    /// [`MaterialIndex::turned_boards_part_landed`] adds `to_row`'s digit
+    /// per move. A placement's moves are listed piece by piece and square
+    /// by square, so those into one row follow each other and share this.
     #[inline]
-    pub fn turned_boards_part_after(
+    pub fn turned_rows_part_except(
         &self,
         group: &Group,
         rows: &TurnedRows,
-        moved: u32,
+        lifted: u32,
         from_row: usize,
         to_row: usize,
     ) -> u64 {
-        // Each digit is chosen in a register: writing the two new digits
-        // into a copy of `rows.digits` and reading it back whole stalled
-        // on store forwarding (40% of the listing's samples, streamed).
+        // Each digit is chosen in a register: writing the new digit into a
+        // copy of `rows.digits` and reading it back whole stalled on store
+        // forwarding (40% of the listing's samples, streamed).
         let mut placement = 0u64;
         for row in 0..ROWS {
-            let digit = if row == from_row || row == to_row {
-                let m = ((moved >> (5 * row)) & 31) as usize;
+            let digit = if row == from_row {
+                let m = ((lifted >> (5 * row)) & 31) as usize;
                 let o = ((rows.opponent >> (5 * row)) & 31) as usize;
                 TURNED_ROW_DIGIT[(m << 5) | o]
             } else {
                 rows.digits[row]
             };
-            placement += digit as u64 * group.row_weights[ROWS - 1 - row];
+            placement += (row != to_row) as u64 * digit as u64 * group.row_weights[ROWS - 1 - row];
         }
+        placement
+    }
+
+    /// [`MaterialIndex::turned_boards_part`] of the boards `moved`, which
+    /// differ from `rows`' by one mover piece moving into `to_row`, given
+    /// the other rows' part ([`MaterialIndex::turned_rows_part_except`]).
+    #[inline]
+    pub fn turned_boards_part_landed(
+        &self,
+        group: &Group,
+        rows: &TurnedRows,
+        rows_except: u64,
+        moved: u32,
+        to_row: usize,
+    ) -> u64 {
+        let m = ((moved >> (5 * to_row)) & 31) as usize;
+        let o = ((rows.opponent >> (5 * to_row)) & 31) as usize;
+        let placement = rows_except + TURNED_ROW_DIGIT[(m << 5) | o] as u64 * group.row_weights[ROWS - 1 - to_row];
         let index = placement * self.material.mover as u64 * self.material.opponent as u64;
         debug_assert_eq!(index, self.turned_boards_part(group, moved, rows.opponent));
         index
