@@ -659,8 +659,7 @@ impl MaterialIndex {
     /// `from_row` into `to_row` share: every row but `to_row`, with the
     /// piece lifted off its row (`lifted` is the mover's board without it).
     /// [`MaterialIndex::turned_boards_part_landed`] adds `to_row`'s digit
-    /// per move. A placement's moves are listed piece by piece and square
-    /// by square, so those into one row follow each other and share this.
+    /// per move; listing asks for this once per piece and row.
     #[inline]
     pub fn turned_rows_part_except(
         &self,
@@ -1066,6 +1065,34 @@ mod tests {
                         there.rank_turned(target, l.mover, l.opponent, l.mover_master, l.opponent_master),
                         expected
                     );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_moves_rank_is_its_other_rows_part_and_its_landing_row() {
+        use crate::rules::rotate;
+        for (p, q) in [(2, 2), (3, 2), (2, 3)] {
+            let here = MaterialIndex::new(Material::new(p, q));
+            let there = MaterialIndex::new(Material::new(q, p));
+            for group in here.groups() {
+                for (_, l) in here.layouts_of(group).step_by(5 * p * q) {
+                    let rows = TurnedRows::new(l.mover, l.opponent);
+                    for from in (0..SQUARES as u8).filter(|&from| l.mover & (1 << from) != 0) {
+                        let lifted = l.mover ^ (1 << from);
+                        for to in (0..SQUARES as u8).filter(|&to| (l.mover | l.opponent) & (1 << to) == 0) {
+                            let moved = lifted | (1 << to);
+                            let target = there.group_of(rotate(l.opponent), rotate(moved));
+                            let (from_row, to_row) = ((from / 5) as usize, (to / 5) as usize);
+                            let except = there.turned_rows_part_except(target, &rows, lifted, from_row, to_row);
+                            assert_eq!(
+                                there.turned_boards_part_landed(target, &rows, except, moved, to_row),
+                                there.turned_boards_part(target, moved, l.opponent),
+                                "{from} -> {to}"
+                            );
+                        }
+                    }
                 }
             }
         }

@@ -162,7 +162,13 @@ pub(super) struct Landing<'a, T> {
 /// Where in a [`Landing`] the moves from `from` to `to` land: by their rows.
 #[inline(always)]
 fn landing_slot(from: u8, to: u8) -> u8 {
-    (from / 5) * ROWS as u8 + to / 5
+    landing_slot_of_rows((from / 5) as usize, (to / 5) as usize)
+}
+
+/// [`landing_slot`] of the moves from row `from_row` into row `to_row`.
+#[inline(always)]
+fn landing_slot_of_rows(from_row: usize, to_row: usize) -> u8 {
+    (from_row * ROWS + to_row) as u8
 }
 
 /// The squares of row 0 of a board; row r's are these shifted by 5 * r.
@@ -1147,7 +1153,7 @@ pub(super) fn for_each_quiet_move<'a, T>(
             let row_squares = ROW_SQUARES << (5 * to_row);
             let mut into_row = quiet & row_squares;
             quiet &= !row_squares;
-            let landing_slot = (from_row * ROWS + to_row) as u8;
+            let landing_slot = landing_slot_of_rows(from_row, to_row);
             let (group, segment) = landing.get(landing_slot);
             let rows_except = landing.index.turned_rows_part_except(group, &rows, lifted, from_row, to_row);
             while into_row != 0 {
