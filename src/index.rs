@@ -187,6 +187,13 @@ const TURNED_ROW_DIGIT: [u16; 1024] = {
     table
 };
 
+/// [`TURNED_ROW_DIGIT`] of row `row` of the boards `mover` and `opponent`.
+#[inline(always)]
+fn turned_row_digit(mover: u32, opponent: u32, row: usize) -> u16 {
+    let (m, o) = (((mover >> (5 * row)) & 31) as usize, ((opponent >> (5 * row)) & 31) as usize);
+    TURNED_ROW_DIGIT[(m << 5) | o]
+}
+
 const _: () = {
     let mut m = 0;
     while m <= 5 {
@@ -527,9 +534,7 @@ impl TurnedRows {
     pub fn new(mover: u32, opponent: u32) -> TurnedRows {
         let mut digits = [0; ROWS];
         for (row, digit) in digits.iter_mut().enumerate() {
-            let m = ((mover >> (5 * row)) & 31) as usize;
-            let o = ((opponent >> (5 * row)) & 31) as usize;
-            *digit = TURNED_ROW_DIGIT[(m << 5) | o];
+            *digit = turned_row_digit(mover, opponent, row);
         }
         TurnedRows { digits, opponent }
     }
@@ -647,9 +652,7 @@ impl MaterialIndex {
         debug_assert_eq!(mover.count_ones(), self.material.opponent as u32);
         let mut placement = 0u64;
         for row in 0..ROWS {
-            let m = ((mover >> (5 * row)) & 31) as usize;
-            let o = ((opponent >> (5 * row)) & 31) as usize;
-            placement += TURNED_ROW_DIGIT[(m << 5) | o] as u64 * group.row_weights[ROWS - 1 - row];
+            placement += turned_row_digit(mover, opponent, row) as u64 * group.row_weights[ROWS - 1 - row];
         }
         placement * self.material.mover as u64 * self.material.opponent as u64
     }
@@ -674,13 +677,7 @@ impl MaterialIndex {
         // forwarding (40% of the listing's samples, streamed).
         let mut placement = 0u64;
         for row in 0..ROWS {
-            let digit = if row == from_row {
-                let m = ((lifted >> (5 * row)) & 31) as usize;
-                let o = ((rows.opponent >> (5 * row)) & 31) as usize;
-                TURNED_ROW_DIGIT[(m << 5) | o]
-            } else {
-                rows.digits[row]
-            };
+            let digit = if row == from_row { turned_row_digit(lifted, rows.opponent, row) } else { rows.digits[row] };
             placement += (row != to_row) as u64 * digit as u64 * group.row_weights[ROWS - 1 - row];
         }
         placement
@@ -698,9 +695,8 @@ impl MaterialIndex {
         moved: u32,
         to_row: usize,
     ) -> u64 {
-        let m = ((moved >> (5 * to_row)) & 31) as usize;
-        let o = ((rows.opponent >> (5 * to_row)) & 31) as usize;
-        let placement = rows_except + TURNED_ROW_DIGIT[(m << 5) | o] as u64 * group.row_weights[ROWS - 1 - to_row];
+        let digit = turned_row_digit(moved, rows.opponent, to_row);
+        let placement = rows_except + digit as u64 * group.row_weights[ROWS - 1 - to_row];
         let index = placement * self.material.mover as u64 * self.material.opponent as u64;
         debug_assert_eq!(index, self.turned_boards_part(group, moved, rows.opponent));
         index
