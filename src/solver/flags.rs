@@ -153,6 +153,28 @@ pub(super) struct PlacementFlags {
     block_words: usize,
 }
 
+/// [`PlacementFlags`] read by block, for one lane ([`PlacementFlags::in_lane`]):
+/// a listing asks for the flag of every move's block, and works out the
+/// lane's start and the shift once per placement, not once per move.
+#[derive(Clone, Copy)]
+pub(super) struct LaneFlags<'a> {
+    words: &'a [AtomicU64],
+    lane: &'a [u32],
+    /// floor(log2(p * q)) + 2: a block's flag is its byte offset in the
+    /// lane shifted right by this.
+    byte_shift: u32,
+}
+
+impl LaneFlags<'_> {
+    /// The flag of `block`, a block of the lane.
+    #[inline(always)]
+    pub fn get(&self, block: &[u32]) -> bool {
+        debug_assert!(self.lane.as_ptr_range().contains(&block.as_ptr()), "the block lies in the flags' lane");
+        let flag = (block.as_ptr() as usize - self.lane.as_ptr() as usize) >> self.byte_shift;
+        self.words[flag / 64].load(Ordering::Relaxed) >> (flag % 64) & 1 != 0
+    }
+}
+
 impl PlacementFlags {
     /// Flags of a material whose plane lanes have `elements` elements and
     /// whose blocks are `block_words` words, every one set.
@@ -203,6 +225,12 @@ impl PlacementFlags {
     pub fn get(&self, element: usize) -> bool {
         let (word, bit) = self.bit(element);
         word.load(Ordering::Relaxed) & bit != 0
+    }
+
+    /// The flags as the blocks of `lane` (the lane they number) find them.
+    #[inline(always)]
+    pub fn in_lane<'a>(&'a self, lane: &'a [u32]) -> LaneFlags<'a> {
+        LaneFlags { words: &self.words, lane, byte_shift: self.shift + 2 }
     }
 
     /// Sets or clears the flag of the block starting at lane element
@@ -470,6 +498,26 @@ mod tests {
         let set = |f: &PlacementFlags| (0..4096 / 9).filter(|k| f.get(k * 9)).collect::<Vec<_>>();
         assert_eq!(set(&copy), vec![0, 7, 64, 65, 300]);
         assert_eq!(set(&flags), vec![0, 64, 300]);
+    }
+
+    /// A block's flag found from its slice of the lane is the flag of its
+    /// first element, for every block size and for blocks whose flags lie
+    /// in either half of a word.
+    #[test]
+    fn a_lanes_blocks_find_their_own_flags() {
+        for block_words in 1..=25 {
+            let elements = 2 * SEGMENT_ELEMENTS;
+            let flags = PlacementFlags::all_clear(elements, block_words);
+            let starts: Vec<usize> = (0..elements - block_words).step_by(block_words).collect();
+            for (k, &at) in starts.iter().enumerate() {
+                flags.put(at, k % 3 == 1 || k % 64 == 63);
+            }
+            let lane = vec![0u32; elements];
+            let in_lane = flags.in_lane(&lane);
+            for &at in &starts {
+                assert_eq!(in_lane.get(&lane[at..at + block_words]), flags.get(at), "{block_words}-word block at {at}");
+            }
+        }
     }
 
     /// Flags start set; writers over units of blocks give each block the

@@ -1331,11 +1331,33 @@ impl<'a> PlacementMoves<'a> {
         (mover, opponent): (u32, u32),
         only_flagged: Option<(&PlacementFlags, &[u32])>,
     ) {
+        // One listing loop each, so that a listing without flags tests
+        // none, and one with flags finds them from their lane's start
+        // worked out once.
+        match only_flagged {
+            None => self.list_moves_where(moves, landing, (mover, opponent), |_| true),
+            Some((flags, lane)) => {
+                let flags = flags.in_lane(lane);
+                self.list_moves_where(moves, landing, (mover, opponent), |block| flags.get(block))
+            }
+        }
+    }
+
+    /// [`PlacementMoves::list_moves`], counting the moves whose block is
+    /// `flagged`.
+    #[inline(always)]
+    fn list_moves_where(
+        &mut self,
+        moves: &MoveTable,
+        landing: &Landing<'a, u32>,
+        (mover, opponent): (u32, u32),
+        flagged: impl Fn(&[u32]) -> bool,
+    ) {
         let mut n = 0;
         let block_layouts = (mover.count_ones() * opponent.count_ones()) as usize;
         self.cards_with_moves = for_each_quiet_move(moves, landing, mover, opponent, |m, segment| {
             let block = &segment[m.base as usize..m.base as usize + block_layouts];
-            let flagged = only_flagged.is_none_or(|(flags, lane)| flags.get(element_in(lane, block)));
+            let flagged = flagged(block);
             prefetch(block);
             // Written whether flagged or not, counted only if flagged: about
             // half the blocks of a streamed win step are zero, in no order a
