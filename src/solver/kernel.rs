@@ -68,6 +68,10 @@ struct Target {
     cards: u8,
     /// Successor-state bits of a move with one of those cards: their groups.
     successor_states: u32,
+    /// The squares strictly between the two ([`between`]): a move passes
+    /// another of the mover's pieces if one stands there. Looked up with
+    /// the rest of the move's entry, not worked out per listed move.
+    between: u32,
 }
 
 impl MoveTable {
@@ -86,8 +90,12 @@ impl MoveTable {
                 }
             }
         }
-        for target in targets.iter_mut() {
+        for (at, target) in targets.iter_mut().enumerate() {
             target.successor_states = group_mask(target.cards);
+            let (from, to) = ((at >> 5) as u8, (at & 31) as u8);
+            if target.cards != 0 {
+                target.between = between(from, to);
+            }
         }
         let successor_states = std::array::from_fn(|cards| group_mask(cards as u8));
         let card_tables = CardTables::new();
@@ -1163,7 +1171,8 @@ pub(super) fn for_each_quiet_move<'a, T>(
                 let moved = lifted ^ (1 << to);
                 let base = landing.index.turned_boards_part_landed(group, &rows, rows_except, moved, to_row);
                 debug_assert!(base < group.layouts);
-                let crossing = mover & between(from, to) != 0;
+                let crossing = mover & moves.target(from, to).between != 0;
+                debug_assert_eq!(crossing, mover & between(from, to) != 0);
                 visit(ListedMove { base: base as u32, from, to, landing_slot, crossing }, segment);
             }
         }
