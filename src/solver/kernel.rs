@@ -74,6 +74,15 @@ struct Target {
     between: u32,
 }
 
+impl Target {
+    /// Does the move pass another piece of the mover's board `mover` (in
+    /// square order, so that masters' ordinals change)?
+    #[inline(always)]
+    fn crosses(&self, mover: u32) -> bool {
+        mover & self.between != 0
+    }
+}
+
 impl MoveTable {
     pub fn new(rules: &Rules) -> MoveTable {
         let mut reach = [0u32; SQUARES];
@@ -1077,8 +1086,9 @@ impl<'a, T> BoardMove<'a, T> {
     #[inline(always)]
     fn new(moves: &MoveTable, mover: u32, m: &ListedMove, block: &'a [T]) -> BoardMove<'a, T> {
         let (from, to) = (m.from, m.to);
-        let successor_states = moves.target(from, to).successor_states;
-        BoardMove { from, to, successor_states, moved: mover ^ (1 << from) ^ (1 << to), block, crossing: m.crossing }
+        let target = moves.target(from, to);
+        let (successor_states, crossing) = (target.successor_states, target.crosses(mover));
+        BoardMove { from, to, successor_states, moved: mover ^ (1 << from) ^ (1 << to), block, crossing }
     }
 }
 
@@ -1093,8 +1103,6 @@ pub(super) struct ListedMove {
     pub to: u8,
     /// [`landing_slot`] of the move.
     pub landing_slot: u8,
-    /// Does the moving piece pass another of the mover's pieces?
-    pub crossing: bool,
 }
 
 /// A quiet board move of a placement as [`MoveLists`] keeps it: where its
@@ -1123,12 +1131,13 @@ pub(super) struct KeptMoves<'a> {
 }
 
 impl MoveTable {
-    /// The kept form of a listed move whose landing group's segment starts
-    /// at element `segment_start` of the landing lanes.
-    pub(super) fn kept_move(&self, m: &ListedMove, segment_start: usize) -> KeptMove {
+    /// The kept form of a listed move of the mover's board `mover` whose
+    /// landing group's segment starts at element `segment_start` of the
+    /// landing lanes.
+    pub(super) fn kept_move(&self, m: &ListedMove, mover: u32, segment_start: usize) -> KeptMove {
         let offset = u32::try_from(segment_start + m.base as usize).expect("landing lanes fit 32-bit offsets");
-        let cards = self.target(m.from, m.to).cards;
-        KeptMove { offset, from: m.from, to: m.to, cards, crossing: m.crossing }
+        let target = self.target(m.from, m.to);
+        KeptMove { offset, from: m.from, to: m.to, cards: target.cards, crossing: target.crosses(mover) }
     }
 }
 
@@ -1171,9 +1180,7 @@ pub(super) fn for_each_quiet_move<'a, T>(
                 let moved = lifted ^ (1 << to);
                 let base = landing.index.turned_boards_part_landed(group, &rows, rows_except, moved, to_row);
                 debug_assert!(base < group.layouts);
-                let crossing = mover & moves.target(from, to).between != 0;
-                debug_assert_eq!(crossing, mover & between(from, to) != 0);
-                visit(ListedMove { base: base as u32, from, to, landing_slot, crossing }, segment);
+                visit(ListedMove { base: base as u32, from, to, landing_slot }, segment);
             }
         }
     }

@@ -105,7 +105,7 @@ impl MoveLists {
                     continue;
                 }
                 *cards = kernel::for_each_quiet_move(moves, &landing, m, o, |listed, _| {
-                    out[n] = moves.kept_move(&listed, segment_starts[listed.landing_slot as usize]);
+                    out[n] = moves.kept_move(&listed, m, segment_starts[listed.landing_slot as usize]);
                     n += 1;
                 });
             }
