@@ -465,7 +465,7 @@ pub(super) fn fold_captures<const W: usize>(
     let target_q = captured.index.material.opponent as usize;
     let per_placement = unit.p * unit.q;
     // (board move, the opponent's board after the capture, the cards).
-    let empty = BoardMove { from: 0, to: 0, successor_states: 0, moved: 0, block: &[][..], crossing: false };
+    let empty = BoardMove { from: 0, to: 0, block: &[][..] };
     let block_layouts = captured.index.material.mover as usize * target_q;
     let mut list = [(empty, 0u32, 0u8); MAX_BOARD_MOVES];
     let row_squares = (0..ROWS).filter(|r| rows & (1 << r) != 0).fold(0u32, |squares, r| squares | (0x1f << (5 * r)));
@@ -488,8 +488,7 @@ pub(super) fn fold_captures<const W: usize>(
                 let left = opponent & !(1 << to);
                 let base = captured.index.turned_boards_part(group, moved, left) as usize;
                 let block = &segment[base * layout_bytes..(base + block_layouts) * layout_bytes];
-                let m = BoardMove { from, to, successor_states: 0, moved, block, crossing: true };
-                list[count] = (m, left, moves.target(from, to).cards);
+                list[count] = (BoardMove { from, to, block }, left, moves.target(from, to).cards);
                 count += 1;
             }
         }
@@ -517,7 +516,7 @@ pub(super) fn fold_captures<const W: usize>(
                         return None;
                     }
                     let turned_opponent = (left >> opponent_master >> 1).count_ones() as usize * target_q;
-                    let at = board_successor(m, mover_master, turned_opponent) * layout_bytes;
+                    let at = board_successor(m, mover, mover_master, turned_opponent) * layout_bytes;
                     Some((&m.block[at..at + layout_bytes], *cards))
                 });
                 if W == 1 {
@@ -1063,7 +1062,7 @@ pub(super) struct StepInput<'a> {
 /// Most quiet moves of one placement: 5 pieces, 20 offsets each.
 const MAX_BOARD_MOVES: usize = 5 * MAX_OFFSETS;
 
-/// A quiet move of one placement's boards, the same for every choice of
+/// A move of one placement's boards, the same for every choice of
 /// masters, with the boards-only part of its successor's number: per
 /// layout only the masters' ordinals remain to add (seed 002's families:
 /// the p * q layouts of a placement share their successors' boards).
@@ -1071,24 +1070,17 @@ const MAX_BOARD_MOVES: usize = 5 * MAX_OFFSETS;
 struct BoardMove<'a, T> {
     from: u8,
     to: u8,
-    successor_states: u32,
-    /// The mover's board after the move, before the turn.
-    moved: u32,
     /// The successor placement's layouts (`turned_boards_part` on within
     /// the landing segment), whatever the masters.
     block: &'a [T],
-    /// Does the moving piece pass another of the mover's pieces in square
-    /// order (so that masters' ordinals change)?
-    crossing: bool,
 }
 
-impl<'a, T> BoardMove<'a, T> {
+impl<T> BoardMove<'_, T> {
+    /// The mover's board after the move (before the turn), from its board
+    /// before.
     #[inline(always)]
-    fn new(moves: &MoveTable, mover: u32, m: &ListedMove, block: &'a [T]) -> BoardMove<'a, T> {
-        let (from, to) = (m.from, m.to);
-        let target = moves.target(from, to);
-        let (successor_states, crossing) = (target.successor_states, target.crosses(mover));
-        BoardMove { from, to, successor_states, moved: mover ^ (1 << from) ^ (1 << to), block, crossing }
+    fn moved(&self, mover: u32) -> u32 {
+        mover ^ (1 << self.from) ^ (1 << self.to)
     }
 }
 
@@ -1333,7 +1325,7 @@ struct PlacementMoves<'a> {
 
 impl<'a> PlacementMoves<'a> {
     fn new() -> PlacementMoves<'a> {
-        let empty = BoardMove { from: 0, to: 0, successor_states: 0, moved: 0, block: &[][..], crossing: false };
+        let empty = BoardMove { from: 0, to: 0, block: &[][..] };
         PlacementMoves { count: 0, cards_with_moves: 0, list: [empty; MAX_BOARD_MOVES] }
     }
 
@@ -1380,7 +1372,7 @@ impl<'a> PlacementMoves<'a> {
             // branch could predict. (Folding a zero block for them
             // instead, as kept moves do, made streamed 6-men runs 5-8%
             // slower: docs/BENCHMARKS.md, session 30.)
-            self.list[n] = BoardMove::new(moves, mover, &m, block);
+            self.list[n] = BoardMove { from: m.from, to: m.to, block };
             n += flagged as usize;
         });
         self.count = n;
@@ -1416,9 +1408,7 @@ impl<'a> PlacementMoves<'a> {
                 return (acc, ALL_CARD_STATES & !moves.holding_any(kept.cards_with_moves));
             }
         }
-        self.for_each_successor(&moves.crossing, place, (p, q), |slot, word, states| {
-            acc[slot] = fold(acc[slot], word, states)
-        });
+        self.for_each_successor(moves, place, (p, q), |slot, word, states| acc[slot] = fold(acc[slot], word, states));
         (acc, ALL_CARD_STATES & !moves.holding_any(self.cards_with_moves))
     }
 
@@ -1435,21 +1425,26 @@ impl<'a> PlacementMoves<'a> {
     /// vectorises). A master's move onto the temple lands on a game-over
     /// hole, which reads as won and never fresh: it changes nothing, and
     /// those states won in one anyway.
+    ///
+    /// A move's successor states and whether it passes a piece are looked
+    /// up here, not when it is listed: a win step lists every move and
+    /// folds only those into flagged blocks.
     #[inline(always)]
     fn for_each_successor(
         &self,
-        crossing: &CrossingTable,
+        moves: &MoveTable,
         place: &Placement,
         (p, q): (usize, usize),
         mut visit: impl FnMut(usize, u32, u32),
     ) {
         for m in &self.list[..self.count] {
-            let block = m.block;
-            if !m.crossing {
-                visit_words(block, m.successor_states, &mut visit);
+            let target = moves.target(m.from, m.to);
+            if !target.crosses(place.mover) {
+                visit_words(m.block, target.successor_states, &mut visit);
                 continue;
             }
-            visit_crossing(crossing, place, (p, q), (m.from, m.to, m.moved), block, m.successor_states, &mut visit);
+            let ends = (m.from, m.to, m.moved(place.mover));
+            visit_crossing(&moves.crossing, place, (p, q), ends, m.block, target.successor_states, &mut visit);
         }
     }
 }
@@ -1728,13 +1723,13 @@ fn between(from: u8, to: u8) -> u32 {
     ((1u32 << high) - 1) & !((2u32 << low) - 1)
 }
 
-/// Index within its block of a board move's successor for one layout;
-/// `turned_opponent` is the layout's part (its opponent master's ordinal
-/// times the target's opponent count).
+/// Index within its block of a board move's successor for one layout of
+/// the mover's board `mover`; `turned_opponent` is the layout's part (its
+/// opponent master's ordinal times the target's opponent count).
 #[inline(always)]
-fn board_successor<T>(m: &BoardMove<T>, mover_master: u8, turned_opponent: usize) -> usize {
+fn board_successor<T>(m: &BoardMove<T>, mover: u32, mover_master: u8, turned_opponent: usize) -> usize {
     let master = if m.from == mover_master { m.to } else { mover_master };
-    turned_opponent + (m.moved >> master >> 1).count_ones() as usize
+    turned_opponent + (m.moved(mover) >> master >> 1).count_ones() as usize
 }
 
 /// Calls `visit(i, mover, opponent, at)` for placements `start..end` of a
