@@ -70,7 +70,8 @@ struct Target {
     successor_states: u32,
     /// The squares strictly between the two ([`between`]): a move passes
     /// another of the mover's pieces if one stands there. Looked up with
-    /// the rest of the move's entry, not worked out per listed move.
+    /// the rest of the entry where a move is folded or kept, not worked
+    /// out per listed move.
     between: u32,
 }
 
