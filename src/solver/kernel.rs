@@ -465,10 +465,11 @@ pub(super) fn fold_captures<const W: usize>(
     let layout_bytes = CARD_STATES * W;
     let target_q = captured.index.material.opponent as usize;
     let per_placement = unit.p * unit.q;
-    // (board move, the opponent's board after the capture, the cards).
+    // (board move, the mover's board and the opponent's after the capture,
+    // the cards), the boards worked out once per move, not per layout.
     let empty = BoardMove { from: 0, to: 0, block: &[][..] };
     let block_layouts = captured.index.material.mover as usize * target_q;
-    let mut list = [(empty, 0u32, 0u8); MAX_BOARD_MOVES];
+    let mut list = [(empty, 0u32, 0u32, 0u8); MAX_BOARD_MOVES];
     let row_squares = (0..ROWS).filter(|r| rows & (1 << r) != 0).fold(0u32, |squares, r| squares | (0x1f << (5 * r)));
     for_each_placement(unit.group, unit.start, unit.end, None, |i, mover, opponent, at| {
         // An image's words are written from its mirror's by `initialize`.
@@ -489,7 +490,7 @@ pub(super) fn fold_captures<const W: usize>(
                 let left = opponent & !(1 << to);
                 let base = captured.index.turned_boards_part(group, moved, left) as usize;
                 let block = &segment[base * layout_bytes..(base + block_layouts) * layout_bytes];
-                list[count] = (BoardMove { from, to, block }, left, moves.target(from, to).cards);
+                list[count] = (BoardMove { from, to, block }, moved, left, moves.target(from, to).cards);
                 count += 1;
             }
         }
@@ -511,13 +512,13 @@ pub(super) fn fold_captures<const W: usize>(
                     continue;
                 }
                 let values = &mut values[this * layout_bytes..(this + 1) * layout_bytes];
-                let captures = list[..count].iter().filter_map(|(m, left, cards)| {
+                let captures = list[..count].iter().filter_map(|(m, moved, left, cards)| {
                     // Taking the master, or reaching the temple, wins.
                     if m.to == opponent_master || (m.from == mover_master && m.to == MOVER_TARGET) {
                         return None;
                     }
                     let turned_opponent = (left >> opponent_master >> 1).count_ones() as usize * target_q;
-                    let at = board_successor(m, mover, mover_master, turned_opponent) * layout_bytes;
+                    let at = board_successor(m, *moved, mover_master, turned_opponent) * layout_bytes;
                     Some((&m.block[at..at + layout_bytes], *cards))
                 });
                 if W == 1 {
@@ -1724,13 +1725,14 @@ fn between(from: u8, to: u8) -> u32 {
     ((1u32 << high) - 1) & !((2u32 << low) - 1)
 }
 
-/// Index within its block of a board move's successor for one layout of
-/// the mover's board `mover`; `turned_opponent` is the layout's part (its
-/// opponent master's ordinal times the target's opponent count).
+/// Index within its block of a board move's successor for one layout;
+/// `moved` is the mover's board after the move, `turned_opponent` the
+/// layout's part (its opponent master's ordinal times the target's
+/// opponent count).
 #[inline(always)]
-fn board_successor<T>(m: &BoardMove<T>, mover: u32, mover_master: u8, turned_opponent: usize) -> usize {
+fn board_successor<T>(m: &BoardMove<T>, moved: u32, mover_master: u8, turned_opponent: usize) -> usize {
     let master = if m.from == mover_master { m.to } else { mover_master };
-    turned_opponent + (m.moved(mover) >> master >> 1).count_ones() as usize
+    turned_opponent + (moved >> master >> 1).count_ones() as usize
 }
 
 /// Calls `visit(i, mover, opponent, at)` for placements `start..end` of a
