@@ -9,7 +9,7 @@
 
 use super::capture_values::CaptureValues;
 use super::crossing::{self, CrossingTable};
-use super::flags::{FlagWriter, PlacementFlags, SideFlags};
+use super::flags::{PlacementFlags, SideFlags};
 use super::lanes::NO_EVENT;
 use super::layout_bytes;
 use super::mirror::{self, Mirror};
@@ -1380,28 +1380,18 @@ impl<'a> PlacementMoves<'a> {
         self.count = n;
     }
 
-    /// Lists the placement's moves if `listing` says they are listed now
-    /// (only those into flagged blocks if the listing has flags), asking
-    /// for their blocks; else nothing. [`PlacementMoves::fold_listed`]
-    /// folds them.
-    #[inline(always)]
-    fn list(&mut self, moves: &MoveTable, landing: &Landing<'a, u32>, place: &Placement, listing: Listing) {
-        if let Listing::Now(only_flagged) = listing {
-            self.list_moves(moves, landing, (place.mover, place.opponent), only_flagged);
-        }
-    }
-
-    /// Unless the moves are not needed, folds every successor word of the
-    /// moves [`PlacementMoves::list`] listed (or of the kept list, only the
-    /// moves into flagged blocks if the listing has flags) into one
+    /// Unless the moves are not needed, lists the placement's moves (or
+    /// takes the kept list, only the moves into flagged blocks if the
+    /// listing has flags) and folds every successor word into one
     /// accumulator per layout (by [`successor_slot`]), starting from
     /// `start`: `fold(acc, word, successor_states)`. Returns the
     /// accumulators and the card states with no move at all (all of them,
     /// unlisted, when not needed: nothing looks at them then).
     #[inline(always)]
-    fn fold_listed(
-        &self,
+    fn fold(
+        &mut self,
         moves: &MoveTable,
+        landing: &Landing<'a, u32>,
         place: &Placement,
         listing: Listing,
         start: u32,
@@ -1411,7 +1401,7 @@ impl<'a> PlacementMoves<'a> {
         let (p, q) = (place.mover.count_ones() as usize, place.opponent.count_ones() as usize);
         match listing {
             Listing::Unneeded => return (acc, ALL_CARD_STATES),
-            Listing::Now(_) => {}
+            Listing::Now(only_flagged) => self.list_moves(moves, landing, (place.mover, place.opponent), only_flagged),
             Listing::Kept(kept, lane, only_flagged) => {
                 debug_assert!(only_flagged.is_none() || start == 0, "kept moves have flags in win steps only");
                 fold_kept(moves, place, kept.moves, lane, only_flagged, |slot, word, states| {
@@ -1822,91 +1812,29 @@ fn first_placement(unit: &Unit) -> usize {
     (unit.group.first_layout / (unit.p * unit.q) as u64 + unit.start) as usize
 }
 
-/// A placement a step has listed the moves of (or chosen not to), waiting
-/// for its fold and decisions until the next placement is listed
-/// ([`for_each_placement_listed_ahead`]).
-struct ListedVisit<'a> {
-    /// The placement's first layout, counted from the unit's first.
-    first: usize,
-    place: Placement,
-    image: Option<Image>,
-    /// Its undecided card states by layout, and its undecided layouts.
-    undecided: [u32; UNDECIDED_WORDS],
-    open: u32,
-    /// The layouts whose successors' side changed in the last step.
-    looked_layouts: u32,
-    listing: Listing<'a>,
-}
-
-/// [`for_each_placement`] with each visit in two halves: `list` (its checks
-/// and the listing of its moves, which asks for their landing blocks;
-/// `None` if there is nothing to fold) and `fold` (the fold and the
-/// decisions). A visit's `fold` runs after the next visit's `list`, so the
-/// blocks one visit asks for arrive while the visit before it is folded
-/// instead of while the listing's own fold waits for them. `state` is what
-/// both halves change.
-///
-/// A visit's `fold` may write only its placement's words and its image's
-/// (which lies later in the group and is never listed), and words no
-/// `list` reads: the next visit was listed before it.
-#[inline(always)]
-fn for_each_placement_listed_ahead<'l, 'i, S>(
-    unit: &Unit,
-    live: Live,
-    state: &mut S,
-    mut list: impl FnMut(&mut S, &mut PlacementMoves<'l>, usize, u32, u32, &Odometer) -> Option<ListedVisit<'i>>,
-    mut fold: impl FnMut(&mut S, &PlacementMoves<'l>, ListedVisit<'i>),
-) {
-    let mut listings = [PlacementMoves::new(), PlacementMoves::new()];
-    let mut waiting: Option<ListedVisit<'i>> = None;
-    // The listing the next visit lists into: the other holds the waiting
-    // visit's.
-    let mut next = 0;
-    for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent, at| {
-        let Some(visit) = list(state, &mut listings[next], i, mover, opponent, at) else { return };
-        if let Some(before) = waiting.replace(visit) {
-            fold(state, &listings[1 - next], before);
-        }
-        next = 1 - next;
-    });
-    if let Some(last) = waiting {
-        fold(state, &listings[1 - next], last);
-    }
-}
-
 /// Odd step: states that can move into a loss in `depth - 1` plies win in
 /// `depth`. `landing` holds the `fresh` segments of the material moved into.
-pub(super) fn win_step<'i, 'l>(
-    input: &StepInput<'i>,
-    unit: Unit,
-    landing: &Landing<'l, u32>,
-    own: WinLanes,
-) -> UnitReport {
+pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mut own: WinLanes) -> UnitReport {
     let (moves, depth) = (input.moves, input.depth_plies);
     let win_code = own.values.encode(Value::Win(depth));
+    let mut report = UnitReport::default();
     let (p, q) = (unit.p, unit.q);
     let slots = successor_slots(p, q);
+    let mut placement_moves = PlacementMoves::new();
     let first_placement = first_placement(&unit);
     let live = own.live.map(|flags| (flags, own.lane_start));
     // A part of a group leaves its images' words to its caller: only a
     // streamed step's (`mirror_decisions`, from the new wins it keeps).
     debug_assert!(input.mirror.is_none() || unit.is_whole_group() || own.newly_won.is_some());
-    let mut state = (own, UnitReport::default());
-    let list = |(own, _): &mut (WinLanes, UnitReport),
-                listed: &mut PlacementMoves<'l>,
-                i: usize,
-                mover: u32,
-                opponent: u32,
-                at: &Odometer<'_>|
-     -> Option<ListedVisit<'i>> {
+    for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent, at| {
         let first = i * p * q;
         debug_assert!(is_live(own.live, own.lane_start + first));
         let image = match mirrored(input.mirror, &unit, i, (mover, opponent), at) {
-            Mirrored::Skipped => return None,
+            Mirrored::Skipped => return,
             Mirrored::Writes(image) => Some(image),
             Mirrored::Own => None,
         };
-        let (undecided, open) = undecided_layouts(own.won, own.lost, first, p * q)?;
+        let Some((undecided, open)) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
         // Only now: most visits of a late step find every layout decided.
         let place = Placement::new(mover, opponent);
         own.values.prefetch_layouts(first, p * q);
@@ -1915,14 +1843,10 @@ pub(super) fn win_step<'i, 'l>(
             prefetch_words(own.won, first, p * q);
         }
         let looked_layouts = layouts_with_opponent_masters(looked_at(input, &place), p, q);
-        let listing = listing(input, first_placement + i, open & looked_layouts != 0);
-        listed.list(moves, landing, &place, listing);
-        Some(ListedVisit { first, place, image, undecided, open, looked_layouts, listing })
-    };
-    let fold = |(own, report): &mut (WinLanes, UnitReport), listed: &PlacementMoves<'l>, visit: ListedVisit<'i>| {
-        let ListedVisit { first, place, image, undecided, open, looked_layouts, listing, .. } = visit;
+        let needed = open & looked_layouts != 0;
+        let listing = listing(input, first_placement + i, needed);
         let (reach, no_move) =
-            listed.fold_listed(moves, &place, listing, 0, |reach, word, states| reach | (word & states));
+            placement_moves.fold(moves, landing, &place, listing, 0, |reach, word, states| reach | (word & states));
         let mut sides = ChangedSides::default();
         // Each undecided layout's wins, found first without a branch on
         // whether it has any; the winning ones are then written.
@@ -1954,7 +1878,7 @@ pub(super) fn win_step<'i, 'l>(
             let (n, wins) = (first + j, wins_of[j]);
             own.won[n] |= wins;
             own.values.decide(n, wins, win_code);
-            decided(report, &mut sides.own, a, wins);
+            decided(&mut report, &mut sides.own, a, wins);
             if let (Some(image), Some(mirror)) = (&image, input.mirror) {
                 let (n, master) = image.number(&place, a, b);
                 let wins = mirror.states(wins);
@@ -1968,13 +1892,12 @@ pub(super) fn win_step<'i, 'l>(
                 }
                 // Its value bytes are written from the placement's when
                 // the pair is finished (`mirror_values`).
-                decided(report, &mut sides.image, master, wins);
+                decided(&mut report, &mut sides.image, master, wins);
             }
         });
         sides.mark(input.own_sides, &place, image.as_ref());
-    };
-    for_each_placement_listed_ahead(&unit, live, &mut state, list, fold);
-    state.1
+    });
+    report
 }
 
 /// Once a streamed mirroring step has solved `unit`'s group (a whole
@@ -2200,32 +2123,22 @@ pub(super) struct LossLanes<'a> {
 /// Even step: states all of whose moves lead to wins (in fewer than `depth`
 /// plies, captures included) lose in `depth`. `landing` holds the `won`
 /// segments of the material moved into.
-pub(super) fn loss_step<'i, 'l>(
-    input: &StepInput<'i>,
-    unit: Unit,
-    landing: &Landing<'l, u32>,
-    own: LossLanes,
-) -> UnitReport {
+pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mut own: LossLanes) -> UnitReport {
     let (moves, depth) = (input.moves, input.depth_plies);
     let loss_code = own.values.encode(Value::Loss(depth));
+    let mut report = UnitReport::default();
     let (p, q) = (unit.p, unit.q);
     let slots = successor_slots(p, q);
+    let mut placement_moves = PlacementMoves::new();
     let first_placement = first_placement(&unit);
     let unit_elements = own.lane_start..own.lane_start + (unit.end - unit.start) as usize * p * q;
-    let own_flags = input.own_fresh.map(|flags| flags.writer(unit_elements));
+    let mut own_flags = input.own_fresh.map(|flags| flags.writer(unit_elements));
     let live = own.live.map(|flags| (flags, own.lane_start));
     // A part of a group leaves its images' words to its caller: only a
     // streamed step's (`mirror_decisions`; a resident one keeps their
     // fresh flags too, which needs the whole group).
     debug_assert!(input.mirror.is_none() || unit.is_whole_group() || (own.images_lost && input.own_fresh.is_none()));
-    let mut state = (own, UnitReport::default(), own_flags);
-    let list = |(own, report, own_flags): &mut (LossLanes, UnitReport, Option<FlagWriter>),
-                listed: &mut PlacementMoves<'l>,
-                i: usize,
-                mover: u32,
-                opponent: u32,
-                at: &Odometer<'_>|
-     -> Option<ListedVisit<'i>> {
+    for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent, at| {
         let first = i * p * q;
         // Only live placements: the words of the others are not their own
         // (and not logged: they decide nothing).
@@ -2235,7 +2148,7 @@ pub(super) fn loss_step<'i, 'l>(
         let flag = own.lane_start + first;
         let image = match mirrored(input.mirror, &unit, i, (mover, opponent), at) {
             // Its words and fresh flag are the placement's solved for it.
-            Mirrored::Skipped => return None,
+            Mirrored::Skipped => return,
             Mirrored::Writes(image) => Some(image),
             Mirrored::Own => None,
         };
@@ -2270,7 +2183,7 @@ pub(super) fn loss_step<'i, 'l>(
             if let Some(live) = own.live.filter(|_| own.drop_decided) {
                 live.put(flag, false);
             }
-            return None;
+            return;
         };
         // Only now: most visits of a late step find every layout decided.
         let place = Placement::new(mover, opponent);
@@ -2281,17 +2194,10 @@ pub(super) fn loss_step<'i, 'l>(
         }
         own.values.prefetch_layouts(first, p * q);
         let looked_layouts = layouts_with_opponent_masters(looked_at(input, &place), p, q);
-        let listing = listing(input, first_placement + i, open & looked_layouts != 0);
-        listed.list(moves, landing, &place, listing);
-        Some(ListedVisit { first, place, image, undecided, open, looked_layouts, listing })
-    };
-    let fold = |(own, report, own_flags): &mut (LossLanes, UnitReport, Option<FlagWriter>),
-                listed: &PlacementMoves<'l>,
-                visit: ListedVisit<'i>| {
-        let ListedVisit { first, place, image, undecided, open, looked_layouts, listing } = visit;
-        let flag = own.lane_start + first;
+        let needed = open & looked_layouts != 0;
+        let listing = listing(input, first_placement + i, needed);
         let (all_won, no_move) =
-            listed.fold_listed(moves, &place, listing, ALL_CARD_STATES, |all_won, word, states| {
+            placement_moves.fold(moves, landing, &place, listing, ALL_CARD_STATES, |all_won, word, states| {
                 all_won & (word | !states)
             });
         let mut sides = ChangedSides::default();
@@ -2338,7 +2244,7 @@ pub(super) fn loss_step<'i, 'l>(
             own.lost[n] |= losses;
             own.fresh[n] = losses;
             own.values.decide(n, losses, loss_code);
-            decided(report, &mut sides.own, a, losses);
+            decided(&mut report, &mut sides.own, a, losses);
             // The image's `held` and `capture` words are left as they
             // were: only the placement's own step reads them, and the
             // image is never solved.
@@ -2352,7 +2258,7 @@ pub(super) fn loss_step<'i, 'l>(
                     own.fresh[n] = losses;
                 }
                 // Its value bytes: as a win step's image's.
-                decided(report, &mut sides.image, master, losses);
+                decided(&mut report, &mut sides.image, master, losses);
             }
         });
         if sides.own != 0
@@ -2366,9 +2272,8 @@ pub(super) fn loss_step<'i, 'l>(
             flags.put_unshared(own.lane_start + image_first, true);
         }
         sides.mark(input.own_sides, &place, image.as_ref());
-    };
-    for_each_placement_listed_ahead(&unit, live, &mut state, list, fold);
-    state.1
+    });
+    report
 }
 
 /// Every value (of `width`) from the planes alone, for a streamed material
