@@ -415,12 +415,21 @@ impl FlagWriter<'_> {
         self.set &= !bit;
     }
 
-    /// Sets the flag of the block started last, at `element`.
+    /// Sets the flag of a block started before, at `element`: the one
+    /// started last, or the one before it, whose word may be written
+    /// already (a step folds a placement after it has listed the next,
+    /// `kernel::for_each_placement_listed_ahead`, which may have started a
+    /// block in the next word).
     #[inline]
     pub fn set(&mut self, element: usize) {
+        debug_assert!(self.elements.contains(&element), "a block of the unit");
         let flag = element >> self.flags.shift;
-        debug_assert_eq!(flag / 64, self.word, "the block started last");
-        self.set |= 1 << (flag % 64);
+        if flag / 64 == self.word {
+            self.set |= 1 << (flag % 64);
+        } else {
+            debug_assert!(flag / 64 < self.word, "a block started before");
+            self.flags.words[flag / 64].fetch_or(1 << (flag % 64), Ordering::Relaxed);
+        }
     }
 
     /// Writes the gathered word.
@@ -534,17 +543,30 @@ mod tests {
             assert!(starts.iter().all(|&at| flags.get(at)));
             // Units of blocks 0..37, 37..150, 150..300 (some with no block
             // rewritten), in an order that writes both edges of a shared
-            // word; within a unit, blocks k with k % 5 == 2 are set.
+            // word; within a unit, blocks k with k % 5 == 2 are set, right
+            // away or (`lagged`, as a step that lists a placement ahead)
+            // once the next block is started.
             let mut expected = vec![true; 300];
-            for (units, rewrite) in [(37..150, true), (150..300, false), (0..37, true), (150..300, true)] {
+            let units = [(37..150, true, false), (150..300, false, false), (0..37, true, true), (150..300, true, true)];
+            for (units, rewrite, lagged) in units {
                 let range = starts[units.start]..starts[units.end - 1] + block_words;
                 let mut writer = flags.writer(range);
+                let mut waiting = None;
                 for k in units.filter(|_| rewrite) {
                     writer.clear(starts[k]);
+                    if let Some(before) = waiting.take() {
+                        writer.set(before);
+                    }
                     if k % 5 == 2 {
-                        writer.set(starts[k]);
+                        match lagged {
+                            true => waiting = Some(starts[k]),
+                            false => writer.set(starts[k]),
+                        }
                     }
                     expected[k] = k % 5 == 2;
+                }
+                if let Some(before) = waiting {
+                    writer.set(before);
                 }
             }
             let got: Vec<bool> = starts.iter().map(|&at| flags.get(at)).collect();

@@ -9,7 +9,7 @@
 
 use super::capture_values::CaptureValues;
 use super::crossing::{self, CrossingTable};
-use super::flags::{PlacementFlags, SideFlags};
+use super::flags::{FlagWriter, PlacementFlags, SideFlags};
 use super::lanes::NO_EVENT;
 use super::layout_bytes;
 use super::mirror::{self, Mirror};
@@ -1380,18 +1380,28 @@ impl<'a> PlacementMoves<'a> {
         self.count = n;
     }
 
-    /// Unless the moves are not needed, lists the placement's moves (or
-    /// takes the kept list, only the moves into flagged blocks if the
-    /// listing has flags) and folds every successor word into one
+    /// Lists the placement's moves if `listing` says they are listed now
+    /// (only those into flagged blocks if the listing has flags), asking
+    /// for their blocks; else nothing. [`PlacementMoves::fold_listed`]
+    /// folds them.
+    #[inline(always)]
+    fn list(&mut self, moves: &MoveTable, landing: &Landing<'a, u32>, place: &Placement, listing: Listing) {
+        if let Listing::Now(only_flagged) = listing {
+            self.list_moves(moves, landing, (place.mover, place.opponent), only_flagged);
+        }
+    }
+
+    /// Unless the moves are not needed, folds every successor word of the
+    /// moves [`PlacementMoves::list`] listed (or of the kept list, only the
+    /// moves into flagged blocks if the listing has flags) into one
     /// accumulator per layout (by [`successor_slot`]), starting from
     /// `start`: `fold(acc, word, successor_states)`. Returns the
     /// accumulators and the card states with no move at all (all of them,
     /// unlisted, when not needed: nothing looks at them then).
     #[inline(always)]
-    fn fold(
-        &mut self,
+    fn fold_listed(
+        &self,
         moves: &MoveTable,
-        landing: &Landing<'a, u32>,
         place: &Placement,
         listing: Listing,
         start: u32,
@@ -1401,7 +1411,7 @@ impl<'a> PlacementMoves<'a> {
         let (p, q) = (place.mover.count_ones() as usize, place.opponent.count_ones() as usize);
         match listing {
             Listing::Unneeded => return (acc, ALL_CARD_STATES),
-            Listing::Now(only_flagged) => self.list_moves(moves, landing, (place.mover, place.opponent), only_flagged),
+            Listing::Now(_) => {}
             Listing::Kept(kept, lane, only_flagged) => {
                 debug_assert!(only_flagged.is_none() || start == 0, "kept moves have flags in win steps only");
                 fold_kept(moves, place, kept.moves, lane, only_flagged, |slot, word, states| {
@@ -1812,29 +1822,150 @@ fn first_placement(unit: &Unit) -> usize {
     (unit.group.first_layout / (unit.p * unit.q) as u64 + unit.start) as usize
 }
 
+/// A placement a step has listed the moves of (or chosen not to), waiting
+/// for its fold and decisions until the next placement is listed
+/// ([`for_each_placement_listed_ahead`]).
+struct ListedVisit<'a> {
+    /// The placement's first layout, counted from the unit's first.
+    first: usize,
+    place: Placement,
+    image: Option<Image>,
+    /// Its undecided card states by layout, and its undecided layouts.
+    undecided: [u32; UNDECIDED_WORDS],
+    open: u32,
+    /// The layouts whose successors' side changed in the last step.
+    looked_layouts: u32,
+    listing: Listing<'a>,
+}
+
+/// The two halves of a step's visit: `list` (its checks and the listing of
+/// its moves, which asks for their landing blocks; `None` if there is
+/// nothing to fold) and `fold` (the fold and the decisions). Methods, not
+/// closures, so that they are inlined where the walk calls them, and
+/// generic over the walk (`AHEAD`, see
+/// [`for_each_placement_listed_ahead`]) so that each walk has its own copy
+/// of the closures inside them, inlined at their one call: as two closures
+/// called from the walk's, resident steps ran 6.5% more instructions at 4
+/// men, and with one copy for both walks 2.8% more (docs/BENCHMARKS.md,
+/// session 83).
+trait VisitHalves<'l, 'i> {
+    fn list<const AHEAD: bool>(
+        &mut self,
+        listed: &mut PlacementMoves<'l>,
+        i: usize,
+        boards: (u32, u32),
+        at: &Odometer,
+    ) -> Option<ListedVisit<'i>>;
+    fn fold<const AHEAD: bool>(&mut self, listed: &PlacementMoves<'l>, visit: ListedVisit<'i>);
+}
+
+/// [`for_each_placement`] with each visit in its two halves
+/// ([`VisitHalves`]). With `AHEAD`, a visit's `fold` runs after the next
+/// visit's `list`, so the blocks one visit asks for arrive while the visit
+/// before it is folded instead of while the listing's own fold waits for
+/// them. Without, each visit is folded as soon as it is listed: resident
+/// steps fold kept lists, which list nothing.
+///
+/// A visit's `fold` may write only its placement's words and its image's
+/// (which lies later in the group and is never listed), and words no
+/// `list` reads: the next visit was listed before it.
+#[inline(always)]
+fn for_each_placement_listed_ahead<'l, 'i, const AHEAD: bool>(
+    unit: &Unit,
+    live: Live,
+    visits: &mut impl VisitHalves<'l, 'i>,
+) {
+    if !AHEAD {
+        let mut listed = PlacementMoves::new();
+        return for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent, at| {
+            if let Some(visit) = visits.list::<AHEAD>(&mut listed, i, (mover, opponent), at) {
+                visits.fold::<AHEAD>(&listed, visit);
+            }
+        });
+    }
+    let mut listings = [PlacementMoves::new(), PlacementMoves::new()];
+    let mut waiting: Option<ListedVisit<'i>> = None;
+    // The list the next visit lists into: the other holds the waiting
+    // visit's.
+    let mut next = 0;
+    // One body for every visit and for the walk's end (`None`), so that
+    // `fold`, and the closures inside it, is inlined once.
+    let mut visit = |placement: Option<(usize, (u32, u32), &Odometer)>| {
+        let listed = match placement {
+            Some((i, boards, at)) => match visits.list::<AHEAD>(&mut listings[next], i, boards, at) {
+                None => return,
+                visit => visit,
+            },
+            // The walk's end: only the waiting visit is left to fold.
+            None => None,
+        };
+        let folded = std::mem::replace(&mut waiting, listed);
+        next = 1 - next;
+        if let Some(folded) = folded {
+            visits.fold::<AHEAD>(&listings[next], folded);
+        }
+    };
+    for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent, at| {
+        visit(Some((i, (mover, opponent), at)))
+    });
+    visit(None);
+}
+
 /// Odd step: states that can move into a loss in `depth - 1` plies win in
 /// `depth`. `landing` holds the `fresh` segments of the material moved into.
-pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mut own: WinLanes) -> UnitReport {
-    let (moves, depth) = (input.moves, input.depth_plies);
-    let win_code = own.values.encode(Value::Win(depth));
-    let mut report = UnitReport::default();
-    let (p, q) = (unit.p, unit.q);
-    let slots = successor_slots(p, q);
-    let mut placement_moves = PlacementMoves::new();
-    let first_placement = first_placement(&unit);
+pub(super) fn win_step<'i, 'l>(
+    input: &StepInput<'i>,
+    unit: Unit,
+    landing: &Landing<'l, u32>,
+    own: WinLanes,
+) -> UnitReport {
     let live = own.live.map(|flags| (flags, own.lane_start));
     // A part of a group leaves its images' words to its caller: only a
     // streamed step's (`mirror_decisions`, from the new wins it keeps).
     debug_assert!(input.mirror.is_none() || unit.is_whole_group() || own.newly_won.is_some());
-    for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent, at| {
+    let win_code = own.values.encode(Value::Win(input.depth_plies));
+    let first_placement = first_placement(&unit);
+    let mut visits =
+        WinVisits { input, unit: &unit, landing, own, report: UnitReport::default(), win_code, first_placement };
+    // Kept lists list nothing ahead (see `for_each_placement_listed_ahead`).
+    match input.kept {
+        None => for_each_placement_listed_ahead::<true>(&unit, live, &mut visits),
+        Some(_) => for_each_placement_listed_ahead::<false>(&unit, live, &mut visits),
+    }
+    visits.report
+}
+
+/// A win step's unit, visited a placement at a time ([`VisitHalves`]).
+struct WinVisits<'s, 'i, 'l> {
+    input: &'s StepInput<'i>,
+    unit: &'s Unit<'s>,
+    landing: &'s Landing<'l, u32>,
+    own: WinLanes<'s>,
+    report: UnitReport,
+    win_code: u16,
+    first_placement: usize,
+}
+
+impl<'i, 'l> VisitHalves<'l, 'i> for WinVisits<'_, 'i, 'l> {
+    #[inline(always)]
+    fn list<const AHEAD: bool>(
+        &mut self,
+        listed: &mut PlacementMoves<'l>,
+        i: usize,
+        (mover, opponent): (u32, u32),
+        at: &Odometer,
+    ) -> Option<ListedVisit<'i>> {
+        let WinVisits { input, unit, landing, own, first_placement, .. } = self;
+        let (input, unit, landing, first_placement) = (*input, *unit, *landing, *first_placement);
+        let (moves, p, q) = (input.moves, unit.p, unit.q);
         let first = i * p * q;
         debug_assert!(is_live(own.live, own.lane_start + first));
-        let image = match mirrored(input.mirror, &unit, i, (mover, opponent), at) {
-            Mirrored::Skipped => return,
+        let image = match mirrored(input.mirror, unit, i, (mover, opponent), at) {
+            Mirrored::Skipped => return None,
             Mirrored::Writes(image) => Some(image),
             Mirrored::Own => None,
         };
-        let Some((undecided, open)) = undecided_layouts(own.won, own.lost, first, p * q) else { return };
+        let (undecided, open) = undecided_layouts(own.won, own.lost, first, p * q)?;
         // Only now: most visits of a late step find every layout decided.
         let place = Placement::new(mover, opponent);
         own.values.prefetch_layouts(first, p * q);
@@ -1843,10 +1974,20 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
             prefetch_words(own.won, first, p * q);
         }
         let looked_layouts = layouts_with_opponent_masters(looked_at(input, &place), p, q);
-        let needed = open & looked_layouts != 0;
-        let listing = listing(input, first_placement + i, needed);
+        let listing = listing(input, first_placement + i, open & looked_layouts != 0);
+        listed.list(moves, landing, &place, listing);
+        Some(ListedVisit { first, place, image, undecided, open, looked_layouts, listing })
+    }
+
+    #[inline(always)]
+    fn fold<const AHEAD: bool>(&mut self, listed: &PlacementMoves<'l>, visit: ListedVisit<'i>) {
+        let WinVisits { input, unit, landing, own, report, win_code, .. } = self;
+        let (input, landing, win_code) = (*input, *landing, *win_code);
+        let (moves, depth, p, q) = (input.moves, input.depth_plies, unit.p, unit.q);
+        let slots = successor_slots(p, q);
+        let ListedVisit { first, place, image, undecided, open, looked_layouts, listing } = visit;
         let (reach, no_move) =
-            placement_moves.fold(moves, landing, &place, listing, 0, |reach, word, states| reach | (word & states));
+            listed.fold_listed(moves, &place, listing, 0, |reach, word, states| reach | (word & states));
         let mut sides = ChangedSides::default();
         // Each undecided layout's wins, found first without a branch on
         // whether it has any; the winning ones are then written.
@@ -1878,7 +2019,7 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
             let (n, wins) = (first + j, wins_of[j]);
             own.won[n] |= wins;
             own.values.decide(n, wins, win_code);
-            decided(&mut report, &mut sides.own, a, wins);
+            decided(report, &mut sides.own, a, wins);
             if let (Some(image), Some(mirror)) = (&image, input.mirror) {
                 let (n, master) = image.number(&place, a, b);
                 let wins = mirror.states(wins);
@@ -1892,12 +2033,11 @@ pub(super) fn win_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mu
                 }
                 // Its value bytes are written from the placement's when
                 // the pair is finished (`mirror_values`).
-                decided(&mut report, &mut sides.image, master, wins);
+                decided(report, &mut sides.image, master, wins);
             }
         });
         sides.mark(input.own_sides, &place, image.as_ref());
-    });
-    report
+    }
 }
 
 /// Once a streamed mirroring step has solved `unit`'s group (a whole
@@ -2123,22 +2263,56 @@ pub(super) struct LossLanes<'a> {
 /// Even step: states all of whose moves lead to wins (in fewer than `depth`
 /// plies, captures included) lose in `depth`. `landing` holds the `won`
 /// segments of the material moved into.
-pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, mut own: LossLanes) -> UnitReport {
-    let (moves, depth) = (input.moves, input.depth_plies);
-    let loss_code = own.values.encode(Value::Loss(depth));
-    let mut report = UnitReport::default();
-    let (p, q) = (unit.p, unit.q);
-    let slots = successor_slots(p, q);
-    let mut placement_moves = PlacementMoves::new();
-    let first_placement = first_placement(&unit);
-    let unit_elements = own.lane_start..own.lane_start + (unit.end - unit.start) as usize * p * q;
-    let mut own_flags = input.own_fresh.map(|flags| flags.writer(unit_elements));
+pub(super) fn loss_step<'i, 'l>(
+    input: &StepInput<'i>,
+    unit: Unit,
+    landing: &Landing<'l, u32>,
+    own: LossLanes,
+) -> UnitReport {
+    let unit_elements = own.lane_start..own.lane_start + (unit.end - unit.start) as usize * unit.p * unit.q;
+    let own_flags = input.own_fresh.map(|flags| flags.writer(unit_elements));
     let live = own.live.map(|flags| (flags, own.lane_start));
     // A part of a group leaves its images' words to its caller: only a
     // streamed step's (`mirror_decisions`; a resident one keeps their
     // fresh flags too, which needs the whole group).
     debug_assert!(input.mirror.is_none() || unit.is_whole_group() || (own.images_lost && input.own_fresh.is_none()));
-    for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent, at| {
+    let loss_code = own.values.encode(Value::Loss(input.depth_plies));
+    let first_placement = first_placement(&unit);
+    let report = UnitReport::default();
+    let mut visits = LossVisits { input, unit: &unit, landing, own, report, own_flags, loss_code, first_placement };
+    // Kept lists list nothing ahead (see `for_each_placement_listed_ahead`).
+    match input.kept {
+        None => for_each_placement_listed_ahead::<true>(&unit, live, &mut visits),
+        Some(_) => for_each_placement_listed_ahead::<false>(&unit, live, &mut visits),
+    }
+    visits.report
+}
+
+/// A loss step's unit, visited a placement at a time ([`VisitHalves`]).
+struct LossVisits<'s, 'i, 'l> {
+    input: &'s StepInput<'i>,
+    unit: &'s Unit<'s>,
+    landing: &'s Landing<'l, u32>,
+    own: LossLanes<'s>,
+    report: UnitReport,
+    /// The unit's own fresh flags, if kept, written in placement order.
+    own_flags: Option<FlagWriter<'s>>,
+    loss_code: u16,
+    first_placement: usize,
+}
+
+impl<'i, 'l> VisitHalves<'l, 'i> for LossVisits<'_, 'i, 'l> {
+    #[inline(always)]
+    fn list<const AHEAD: bool>(
+        &mut self,
+        listed: &mut PlacementMoves<'l>,
+        i: usize,
+        (mover, opponent): (u32, u32),
+        at: &Odometer,
+    ) -> Option<ListedVisit<'i>> {
+        let LossVisits { input, unit, landing, own, report, own_flags, first_placement, .. } = self;
+        let (input, unit, landing, first_placement) = (*input, *unit, *landing, *first_placement);
+        let (moves, p, q) = (input.moves, unit.p, unit.q);
         let first = i * p * q;
         // Only live placements: the words of the others are not their own
         // (and not logged: they decide nothing).
@@ -2146,9 +2320,9 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         // The placement's flag, found as the mirror's win steps find their
         // landing blocks': by its first word's lane element.
         let flag = own.lane_start + first;
-        let image = match mirrored(input.mirror, &unit, i, (mover, opponent), at) {
+        let image = match mirrored(input.mirror, unit, i, (mover, opponent), at) {
             // Its words and fresh flag are the placement's solved for it.
-            Mirrored::Skipped => return,
+            Mirrored::Skipped => return None,
             Mirrored::Writes(image) => Some(image),
             Mirrored::Own => None,
         };
@@ -2183,7 +2357,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             if let Some(live) = own.live.filter(|_| own.drop_decided) {
                 live.put(flag, false);
             }
-            return;
+            return None;
         };
         // Only now: most visits of a late step find every layout decided.
         let place = Placement::new(mover, opponent);
@@ -2194,10 +2368,21 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
         }
         own.values.prefetch_layouts(first, p * q);
         let looked_layouts = layouts_with_opponent_masters(looked_at(input, &place), p, q);
-        let needed = open & looked_layouts != 0;
-        let listing = listing(input, first_placement + i, needed);
+        let listing = listing(input, first_placement + i, open & looked_layouts != 0);
+        listed.list(moves, landing, &place, listing);
+        Some(ListedVisit { first, place, image, undecided, open, looked_layouts, listing })
+    }
+
+    #[inline(always)]
+    fn fold<const AHEAD: bool>(&mut self, listed: &PlacementMoves<'l>, visit: ListedVisit<'i>) {
+        let LossVisits { input, unit, landing, own, report, own_flags, loss_code, .. } = self;
+        let (input, landing, loss_code) = (*input, *landing, *loss_code);
+        let (moves, depth, p, q) = (input.moves, input.depth_plies, unit.p, unit.q);
+        let slots = successor_slots(p, q);
+        let ListedVisit { first, place, image, undecided, open, looked_layouts, listing } = visit;
+        let flag = own.lane_start + first;
         let (all_won, no_move) =
-            placement_moves.fold(moves, landing, &place, listing, ALL_CARD_STATES, |all_won, word, states| {
+            listed.fold_listed(moves, &place, listing, ALL_CARD_STATES, |all_won, word, states| {
                 all_won & (word | !states)
             });
         let mut sides = ChangedSides::default();
@@ -2244,7 +2429,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             own.lost[n] |= losses;
             own.fresh[n] = losses;
             own.values.decide(n, losses, loss_code);
-            decided(&mut report, &mut sides.own, a, losses);
+            decided(report, &mut sides.own, a, losses);
             // The image's `held` and `capture` words are left as they
             // were: only the placement's own step reads them, and the
             // image is never solved.
@@ -2258,7 +2443,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
                     own.fresh[n] = losses;
                 }
                 // Its value bytes: as a win step's image's.
-                decided(&mut report, &mut sides.image, master, losses);
+                decided(report, &mut sides.image, master, losses);
             }
         });
         if sides.own != 0
@@ -2272,8 +2457,7 @@ pub(super) fn loss_step(input: &StepInput, unit: Unit, landing: &Landing<u32>, m
             flags.put_unshared(own.lane_start + image_first, true);
         }
         sides.mark(input.own_sides, &place, image.as_ref());
-    });
-    report
+    }
 }
 
 /// Every value (of `width`) from the planes alone, for a streamed material
