@@ -1911,6 +1911,17 @@ fn for_each_placement_listed_ahead<'l, 'i, const AHEAD: bool>(
     visit(None);
 }
 
+/// Walks `unit`'s placements with `visits`, listing each visit ahead of
+/// the one before's fold unless the moves are kept (kept lists list
+/// nothing: see [`for_each_placement_listed_ahead`]).
+#[inline(always)]
+fn walk_unit<'l, 'i>(input: &StepInput, unit: &Unit, live: Live, visits: &mut impl VisitHalves<'l, 'i>) {
+    match input.kept {
+        None => for_each_placement_listed_ahead::<true>(unit, live, visits),
+        Some(_) => for_each_placement_listed_ahead::<false>(unit, live, visits),
+    }
+}
+
 /// Odd step: states that can move into a loss in `depth - 1` plies win in
 /// `depth`. `landing` holds the `fresh` segments of the material moved into.
 pub(super) fn win_step<'i, 'l>(
@@ -1927,11 +1938,7 @@ pub(super) fn win_step<'i, 'l>(
     let first_placement = first_placement(&unit);
     let mut visits =
         WinVisits { input, unit: &unit, landing, own, report: UnitReport::default(), win_code, first_placement };
-    // Kept lists list nothing ahead (see `for_each_placement_listed_ahead`).
-    match input.kept {
-        None => for_each_placement_listed_ahead::<true>(&unit, live, &mut visits),
-        Some(_) => for_each_placement_listed_ahead::<false>(&unit, live, &mut visits),
-    }
+    walk_unit(input, &unit, live, &mut visits);
     visits.report
 }
 
@@ -2280,11 +2287,7 @@ pub(super) fn loss_step<'i, 'l>(
     let first_placement = first_placement(&unit);
     let report = UnitReport::default();
     let mut visits = LossVisits { input, unit: &unit, landing, own, report, own_flags, loss_code, first_placement };
-    // Kept lists list nothing ahead (see `for_each_placement_listed_ahead`).
-    match input.kept {
-        None => for_each_placement_listed_ahead::<true>(&unit, live, &mut visits),
-        Some(_) => for_each_placement_listed_ahead::<false>(&unit, live, &mut visits),
-    }
+    walk_unit(input, &unit, live, &mut visits);
     visits.report
 }
 
