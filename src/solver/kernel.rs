@@ -1892,14 +1892,16 @@ fn for_each_placement_listed_ahead<'l, 'i, const AHEAD: bool>(
     // `fold`, and the closures inside it, is inlined once.
     let mut visit = |placement: Option<(usize, (u32, u32), &Odometer)>| {
         let listed = match placement {
-            Some((i, boards, at)) => match visits.list::<AHEAD>(&mut listings[next], i, boards, at) {
-                None => return,
-                visit => visit,
-            },
+            Some((i, boards, at)) => {
+                // Nothing to fold: the waiting visit waits on.
+                let Some(listed) = visits.list::<AHEAD>(&mut listings[next], i, boards, at) else { return };
+                Some(listed)
+            }
             // The walk's end: only the waiting visit is left to fold.
             None => None,
         };
         let folded = std::mem::replace(&mut waiting, listed);
+        // Now the list the waiting visit was listed into.
         next = 1 - next;
         if let Some(folded) = folded {
             visits.fold::<AHEAD>(&listings[next], folded);
