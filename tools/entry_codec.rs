@@ -121,15 +121,15 @@ fn measure(
     totals: &mut Totals,
     compact_only: &mut CompactOnly,
 ) {
-    let mut stored = Vec::new();
+    let mut compact = Vec::new();
     let started = Instant::now();
-    store(Way::Compact, entries, &mut stored);
+    store(Way::Compact, entries, &mut compact);
     let storing = started.elapsed().as_secs_f64();
     let (mut back, started) = (vec![0u8; entries.len()], Instant::now());
-    restore(Way::Compact, &stored, &mut back).expect("compact entries restore");
+    restore(Way::Compact, &compact, &mut back).expect("compact entries restore");
     let restoring = started.elapsed().as_secs_f64();
     assert_eq!(back, entries, "compact entries round-trip");
-    *compact_only = (compact_only.0 + stored.len(), compact_only.1 + storing, compact_only.2 + restoring);
+    *compact_only = (compact_only.0 + compact.len(), compact_only.1 + storing, compact_only.2 + restoring);
     let bound = entries.len() / ENTRY_BYTES * COMPACT_ENTRY_BYTES;
     let (mut stored, mut packed, mut back) = (Vec::new(), vec![0u8; 1 << 18], vec![0u8; entries.len()]);
     for (total, (name, way)) in totals.iter_mut().zip(WAYS) {
