@@ -1382,12 +1382,28 @@ impl<'a> PlacementMoves<'a> {
 
     /// Lists the placement's moves if `listing` says they are listed now
     /// (only those into flagged blocks if the listing has flags), asking
-    /// for their blocks; else nothing. [`PlacementMoves::fold_listed`]
-    /// folds them.
+    /// for their blocks; asks for the blocks of its kept moves if they are
+    /// kept; else nothing. [`PlacementMoves::fold_listed`] folds them.
     #[inline(always)]
     fn list(&mut self, moves: &MoveTable, landing: &Landing<'a, u32>, place: &Placement, listing: Listing) {
-        if let Listing::Now(only_flagged) = listing {
-            self.list_moves(moves, landing, (place.mover, place.opponent), only_flagged);
+        match listing {
+            Listing::Now(only_flagged) => self.list_moves(moves, landing, (place.mover, place.opponent), only_flagged),
+            // Kept blocks are scattered over the landing slice: ask for all
+            // of them, a placement before they are folded, each by its
+            // first and its last line (a block of p * q words straddles
+            // two lines more often than not: at 3v3's 9 words, from 8 of
+            // the 16 places it can start in a line). Each half made the
+            // in-memory 6-men run faster (docs/BENCHMARKS.md, session
+            // 85). No bounds checks: an element out of bounds only asks
+            // for some other line.
+            Listing::Kept(kept, lane, _) => {
+                let last = (place.mover.count_ones() * place.opponent.count_ones()) as usize - 1;
+                for m in kept.moves {
+                    crate::cache_hint::prefetch_element(lane, m.offset as usize);
+                    crate::cache_hint::prefetch_element(lane, m.offset as usize + last);
+                }
+            }
+            Listing::Unneeded => {}
         }
     }
 
@@ -1527,12 +1543,6 @@ fn fold_kept(
 ) {
     let (p, q) = (place.mover.count_ones() as usize, place.opponent.count_ones() as usize);
     let block_layouts = p * q;
-    // Blocks are scattered over the landing slice: ask for all of them
-    // before folding any, so that their reads overlap (copying the kept
-    // moves into a list did this before they were folded in place).
-    for m in kept {
-        crate::cache_hint::prefetch_element(lane, m.offset as usize);
-    }
     for m in kept {
         let start = m.offset as usize;
         let block = &lane[start..start + block_layouts];
@@ -1694,7 +1704,9 @@ fn successor_slots(p: usize, q: usize) -> &'static [u8; MAX_PLACEMENT_LAYOUTS] {
 /// Asks the CPU to start loading a successor block: a placement's blocks
 /// are scattered over the landing segments, and the fold reads them only
 /// after all moves are listed (about 10% of the steps' time, measured in
-/// docs/BENCHMARKS.md).
+/// docs/BENCHMARKS.md). Only the block's first line: asking for its last
+/// too, as kept moves do (`PlacementMoves::list`), did not make 8-men
+/// 4v4's streamed steps faster (docs/BENCHMARKS.md, session 85).
 #[inline(always)]
 fn prefetch<T>(block: &[T]) {
     crate::cache_hint::prefetch(block)
@@ -1841,48 +1853,32 @@ struct ListedVisit<'a> {
 /// The two halves of a step's visit: `list` (its checks and the listing of
 /// its moves, which asks for their landing blocks; `None` if there is
 /// nothing to fold) and `fold` (the fold and the decisions). Methods, not
-/// closures, so that they are inlined where the walk calls them, and
-/// generic over the walk (`AHEAD`, see
-/// [`for_each_placement_listed_ahead`]) so that each walk has its own copy
-/// of the closures inside them, inlined at their one call: as two closures
-/// called from the walk's, resident steps ran 6.5% more instructions at 4
-/// men, and with one copy for both walks 2.8% more (docs/BENCHMARKS.md,
+/// closures, so that they and the closures inside them are inlined at
+/// their one call in the walk: as two closures called from the walk's,
+/// resident steps ran 6.5% more instructions at 4 men (docs/BENCHMARKS.md,
 /// session 83).
 trait VisitHalves<'l, 'i> {
-    fn list<const AHEAD: bool>(
+    fn list(
         &mut self,
         listed: &mut PlacementMoves<'l>,
         i: usize,
         boards: (u32, u32),
         at: &Odometer,
     ) -> Option<ListedVisit<'i>>;
-    fn fold<const AHEAD: bool>(&mut self, listed: &PlacementMoves<'l>, visit: ListedVisit<'i>);
+    fn fold(&mut self, listed: &PlacementMoves<'l>, visit: ListedVisit<'i>);
 }
 
 /// [`for_each_placement`] with each visit in its two halves
-/// ([`VisitHalves`]). With `AHEAD`, a visit's `fold` runs after the next
-/// visit's `list`, so the blocks one visit asks for arrive while the visit
-/// before it is folded instead of while the listing's own fold waits for
-/// them. Without, each visit is folded as soon as it is listed: resident
-/// steps fold kept lists, which list nothing.
+/// ([`VisitHalves`]): a visit's `fold` runs after the next visit's
+/// `list`, so the blocks one visit asks for (listed now, or kept) arrive
+/// while the visit before it is folded instead of while the listing's own
+/// fold waits for them.
 ///
 /// A visit's `fold` may write only its placement's words and its image's
 /// (which lies later in the group and is never listed), and words no
 /// `list` reads: the next visit was listed before it.
 #[inline(always)]
-fn for_each_placement_listed_ahead<'l, 'i, const AHEAD: bool>(
-    unit: &Unit,
-    live: Live,
-    visits: &mut impl VisitHalves<'l, 'i>,
-) {
-    if !AHEAD {
-        let mut listed = PlacementMoves::new();
-        return for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent, at| {
-            if let Some(visit) = visits.list::<AHEAD>(&mut listed, i, (mover, opponent), at) {
-                visits.fold::<AHEAD>(&listed, visit);
-            }
-        });
-    }
+fn for_each_placement_listed_ahead<'l, 'i>(unit: &Unit, live: Live, visits: &mut impl VisitHalves<'l, 'i>) {
     let mut listings = [PlacementMoves::new(), PlacementMoves::new()];
     let mut waiting: Option<ListedVisit<'i>> = None;
     // The list the next visit lists into: the other holds the waiting
@@ -1894,7 +1890,7 @@ fn for_each_placement_listed_ahead<'l, 'i, const AHEAD: bool>(
         let listed = match placement {
             Some((i, boards, at)) => {
                 // Nothing to fold: the waiting visit waits on.
-                let Some(listed) = visits.list::<AHEAD>(&mut listings[next], i, boards, at) else { return };
+                let Some(listed) = visits.list(&mut listings[next], i, boards, at) else { return };
                 Some(listed)
             }
             // The walk's end: only the waiting visit is left to fold.
@@ -1904,24 +1900,13 @@ fn for_each_placement_listed_ahead<'l, 'i, const AHEAD: bool>(
         // Now the list the waiting visit was listed into.
         next = 1 - next;
         if let Some(folded) = folded {
-            visits.fold::<AHEAD>(&listings[next], folded);
+            visits.fold(&listings[next], folded);
         }
     };
     for_each_placement(unit.group, unit.start, unit.end, live, |i, mover, opponent, at| {
         visit(Some((i, (mover, opponent), at)))
     });
     visit(None);
-}
-
-/// Walks `unit`'s placements with `visits`, listing each visit ahead of
-/// the one before's fold unless the moves are kept (kept lists list
-/// nothing: see [`for_each_placement_listed_ahead`]).
-#[inline(always)]
-fn walk_unit<'l, 'i>(input: &StepInput, unit: &Unit, live: Live, visits: &mut impl VisitHalves<'l, 'i>) {
-    match input.kept {
-        None => for_each_placement_listed_ahead::<true>(unit, live, visits),
-        Some(_) => for_each_placement_listed_ahead::<false>(unit, live, visits),
-    }
 }
 
 /// Odd step: states that can move into a loss in `depth - 1` plies win in
@@ -1940,7 +1925,7 @@ pub(super) fn win_step<'i, 'l>(
     let first_placement = first_placement(&unit);
     let mut visits =
         WinVisits { input, unit: &unit, landing, own, report: UnitReport::default(), win_code, first_placement };
-    walk_unit(input, &unit, live, &mut visits);
+    for_each_placement_listed_ahead(&unit, live, &mut visits);
     visits.report
 }
 
@@ -1957,7 +1942,7 @@ struct WinVisits<'s, 'i, 'l> {
 
 impl<'i, 'l> VisitHalves<'l, 'i> for WinVisits<'_, 'i, 'l> {
     #[inline(always)]
-    fn list<const AHEAD: bool>(
+    fn list(
         &mut self,
         listed: &mut PlacementMoves<'l>,
         i: usize,
@@ -1989,7 +1974,7 @@ impl<'i, 'l> VisitHalves<'l, 'i> for WinVisits<'_, 'i, 'l> {
     }
 
     #[inline(always)]
-    fn fold<const AHEAD: bool>(&mut self, listed: &PlacementMoves<'l>, visit: ListedVisit<'i>) {
+    fn fold(&mut self, listed: &PlacementMoves<'l>, visit: ListedVisit<'i>) {
         let WinVisits { input, unit, landing, own, report, win_code, .. } = self;
         let (input, landing, win_code) = (*input, *landing, *win_code);
         let (moves, depth, p, q) = (input.moves, input.depth_plies, unit.p, unit.q);
@@ -2289,7 +2274,7 @@ pub(super) fn loss_step<'i, 'l>(
     let first_placement = first_placement(&unit);
     let report = UnitReport::default();
     let mut visits = LossVisits { input, unit: &unit, landing, own, report, own_flags, loss_code, first_placement };
-    walk_unit(input, &unit, live, &mut visits);
+    for_each_placement_listed_ahead(&unit, live, &mut visits);
     visits.report
 }
 
@@ -2308,7 +2293,7 @@ struct LossVisits<'s, 'i, 'l> {
 
 impl<'i, 'l> VisitHalves<'l, 'i> for LossVisits<'_, 'i, 'l> {
     #[inline(always)]
-    fn list<const AHEAD: bool>(
+    fn list(
         &mut self,
         listed: &mut PlacementMoves<'l>,
         i: usize,
@@ -2379,7 +2364,7 @@ impl<'i, 'l> VisitHalves<'l, 'i> for LossVisits<'_, 'i, 'l> {
     }
 
     #[inline(always)]
-    fn fold<const AHEAD: bool>(&mut self, listed: &PlacementMoves<'l>, visit: ListedVisit<'i>) {
+    fn fold(&mut self, listed: &PlacementMoves<'l>, visit: ListedVisit<'i>) {
         let LossVisits { input, unit, landing, own, report, own_flags, loss_code, .. } = self;
         let (input, landing, loss_code) = (*input, *landing, *loss_code);
         let (moves, depth, p, q) = (input.moves, input.depth_plies, unit.p, unit.q);
