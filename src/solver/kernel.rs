@@ -1392,10 +1392,11 @@ impl<'a> PlacementMoves<'a> {
             // of them, a placement before they are folded, each by its
             // first and its last line (a block of p * q words straddles
             // two lines more often than not: at 3v3's 9 words, from 8 of
-            // the 16 places it can start in a line). Each half made the
-            // in-memory 6-men run faster (docs/BENCHMARKS.md, session
-            // 85). No bounds checks: an element out of bounds only asks
-            // for some other line.
+            // the 16 places it can start in a line). Asking a placement
+            // ahead, and then for the last line too, each made the
+            // in-memory 6-men run faster (docs/BENCHMARKS.md, session 85).
+            // No bounds checks: an element out of bounds only asks for
+            // some other line.
             Listing::Kept(kept, lane, _) => {
                 let last = (place.mover.count_ones() * place.opponent.count_ones()) as usize - 1;
                 for m in kept.moves {
