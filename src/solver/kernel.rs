@@ -1532,7 +1532,8 @@ fn visit_crossing_block<const N: usize>(
 /// [`PlacementMoves::for_each_successor`] for a placement's kept moves,
 /// read straight from the landing lane. With `only_flagged`, blocks whose
 /// [`PlacementFlags`] flag is clear (a win step's: they hold only zero
-/// words) are read as a zero block instead ([`flagged_or_zero`]).
+/// words) are read as a zero block instead ([`flagged_or_zero`]). The
+/// blocks were asked for when the visit was listed ([`PlacementMoves::list`]).
 #[inline(always)]
 fn fold_kept(
     moves: &MoveTable,
