@@ -410,7 +410,7 @@ impl CaptureSchedule {
     }
 
     /// Most bytes a chunk of a group of `layouts` layouts takes: what
-    /// [`CaptureSchedule::for_each_due`] reads it into.
+    /// [`CaptureSchedule::read_due`] reads it into.
     pub fn chunk_bound(layouts: usize) -> usize {
         entries::frames_bound(layouts)
     }
@@ -419,18 +419,47 @@ impl CaptureSchedule {
     /// at `depth_plies`, read into `scratch` (which must hold
     /// [`CaptureSchedule::chunk_bound`] of the group's layouts); returns
     /// the bytes read.
+    #[cfg(test)]
     pub fn for_each_due(
         &self,
-        (g, depth_plies): (usize, u16),
+        at: (usize, u16),
         scratch: &mut [u8],
         unpacker: &mut Unpacker,
-        mut visit: impl FnMut(usize, u32),
+        visit: impl FnMut(usize, u32),
     ) -> Result<u64, DiskError> {
-        let (range, count) = self.index.chunk(g, depth_plies);
+        let read = self.read_due(at, scratch)?;
+        self.unpack_due(at, scratch, unpacker, visit)?;
+        Ok(read)
+    }
+
+    /// Reads group `g`'s chunk at `depth_plies` into the front of `scratch`
+    /// (which must hold [`CaptureSchedule::chunk_bound`] of the group's
+    /// layouts), for [`CaptureSchedule::unpack_due`]; returns the bytes
+    /// read. (Streamed steps read on the thread that stores and reads, and
+    /// unpack on the workers.)
+    pub fn read_due(&self, (g, depth_plies): (usize, u16), scratch: &mut [u8]) -> Result<u64, DiskError> {
+        let (range, _) = self.index.chunk(g, depth_plies);
         let len = (range.end - range.start) as usize;
         let damaged = |what| DiskError::Damaged { path: self.path.clone(), what };
         let bytes = scratch.get_mut(..len).ok_or(damaged("a chunk is longer than its group allows"))?;
         self.file.read_exact_at(bytes, range.start).map_err(|e| io_error("read", &self.path, e))?;
+        Ok(len as u64)
+    }
+
+    /// Calls `visit(layout, states)` for each entry of group `g`'s chunk
+    /// at `depth_plies`, which [`CaptureSchedule::read_due`] read into
+    /// `scratch`.
+    pub fn unpack_due(
+        &self,
+        (g, depth_plies): (usize, u16),
+        scratch: &[u8],
+        unpacker: &mut Unpacker,
+        mut visit: impl FnMut(usize, u32),
+    ) -> Result<(), DiskError> {
+        let (range, count) = self.index.chunk(g, depth_plies);
+        let len = (range.end - range.start) as usize;
+        let damaged = |what| DiskError::Damaged { path: self.path.clone(), what };
+        let bytes = scratch.get(..len).ok_or(damaged("a chunk is longer than its group allows"))?;
         let (mut at, mut seen) = (0, 0);
         while at < len {
             let header = bytes.get(at..at + FRAME_HEADER_BYTES).ok_or(damaged("a frame runs past its chunk"))?;
@@ -449,7 +478,7 @@ impl CaptureSchedule {
         if seen != count {
             return Err(damaged("a chunk holds another number of entries than its index says"));
         }
-        Ok(len as u64)
+        Ok(())
     }
 }
 

@@ -333,6 +333,18 @@ impl PlacementFlags {
         self.words[words].iter_mut().for_each(|word| *word.get_mut() = u64::MAX);
     }
 
+    /// Sets (`set`) or clears the flags of the blocks starting in
+    /// `elements`, lane segments as for [`PlacementFlags::clear_segments`],
+    /// through a shared reference: the words are the segments' alone, so
+    /// groups laid out in parallel each write their own
+    /// (`window::OwnBuffers::prepare`).
+    pub fn put_segments(&self, elements: std::ops::Range<usize>, set: bool) {
+        debug_assert!(elements.start.is_multiple_of(SEGMENT_ELEMENTS) && elements.end.is_multiple_of(SEGMENT_ELEMENTS));
+        let words = (elements.start >> self.shift) / 64..(elements.end >> self.shift).div_ceil(64);
+        let value = if set { u64::MAX } else { 0 };
+        self.words[words].iter().for_each(|word| word.store(value, Ordering::Relaxed));
+    }
+
     /// A marker for the blocks of a group whose segment starts at element
     /// `first`: [`BlockMarker::mark`] sets a layout's block's flag.
     pub fn marker(&mut self, first: usize) -> BlockMarker<'_> {

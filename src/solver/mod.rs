@@ -78,12 +78,13 @@ use sparse::{Base, Pick};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use thiserror::Error;
 use unpacked_groups::UnpackedGroups;
 use window::{
-    OwnBuffers, Packed, PlaneLoad, SliceBuffer, SlicePart, StepReads, ValueSegments, WINDOW_PLANES, Window,
-    minimum_budget, streamed_minimum,
+    DueStates, OwnBuffers, Packed, PlaneLoad, Preparation, ReadSignal, SliceBuffer, SlicePart, StepReads,
+    ValueSegments, WINDOW_PLANES, Window, minimum_budget, streamed_minimum,
 };
 use work_files::MaterialFiles;
 
@@ -1721,9 +1722,13 @@ fn step(
             let block_words = (target.index.material.mover * target.index.material.opponent) as usize;
             let mut landing_blocks: Vec<PlacementFlags> =
                 slices.iter().map(|buffer| PlacementFlags::all_clear(buffer.len() / 4, block_words)).collect();
+            // The due states of a step's groups with a capture event now.
+            let due_states = || DueStates { schedule: this_ref.files().schedule(), depth_plies: depth, groups: &due };
             // Reads job k into `own` (and a landing slice, a range of the
-            // mirror's groups, into its buffer, if given) and fills its due
-            // states: the job's maps, and where the slice was put.
+            // mirror's groups, into its buffer, if given), and the capture
+            // schedule's chunks of its due states: the job's maps, and
+            // where the slice was put. `prepare` lays out what it read once
+            // the job's computing begins.
             let load = |own: &mut OwnBuffers,
                         slice: Option<(SliceBuffer, SlicePart)>,
                         k: usize,
@@ -1737,9 +1742,6 @@ fn step(
                 let (maps, at, (mut requests, fill)) = reads.plan(own, slice, &jobs[k].1, io);
                 window::fetch(disk, (&mut requests, fill), from_log, &mut io.bytes_read)?;
                 drop(requests);
-                own.expand_compacted(this_ref, &maps.0);
-                let holes = Base::Holes { block_words };
-                own.unpack_sparse(this_ref, &maps.0, |g| if relisting(g) { Base::Dense } else { holes })?;
                 // A loss step's landing `won` of sparse groups is their
                 // dense segment with their records laid over it.
                 if let (false, Some(buffer), Some(blocks), Some(groups), Some((start, len))) =
@@ -1748,9 +1750,14 @@ fn step(
                     let words = &mut buffer.words_mut()[..len / 4];
                     own.patch_landing_won(disk, target, groups, (start, words, blocks), io)?;
                 }
-                let due_groups: Vec<usize> = jobs[k].1.iter().copied().filter(|&g| due(g)).collect();
-                own.fill_due(this_ref.files().schedule(), (&maps.0, &maps.1), (this_ref, &due_groups), depth, io)?;
+                io.bytes_read += own.read_due(this_ref, &maps.1, &due_states())?;
                 Ok((maps, at))
+            };
+            // Lays out a loaded job on the workers (the compacted segments,
+            // the sparse groups' records, the due states).
+            let base = |g: usize| if relisting(g) { Base::Dense } else { Base::Holes { block_words } };
+            let prepare = |own: &mut OwnBuffers, maps: (&Packed, &Packed)| {
+                own.prepare(this_ref, maps, Some(&base), Some(due_states()))
             };
             // Queues the writes of what a computed job changed. (`fresh` is
             // not written at all: a loss step's new losses are its chunks in
@@ -1804,6 +1811,7 @@ fn step(
                 let slice = SlicePart::whole(jobs[0].0.clone());
                 let buffer = (&mut slices[0], &mut landing_blocks[0]);
                 let (maps, at) = load(&mut owns[0], Some((buffer, slice)), 0, disk, io)?;
+                prepare(&mut owns[0], (&maps.0, &maps.1))?;
                 times.io_in_turn(started);
                 slice_held[0] = Some((jobs[0].0.clone(), at.expect("a slice was planned")));
                 loaded = Some(maps);
@@ -1873,23 +1881,43 @@ fn step(
                     let mut other_io = IoTotals::default();
                     let region = ReadRegion { map: &map, data: &slice_now.words()[..len / 4] };
                     let previous = unstored.take();
+                    // Job k + 1 laid out (`OwnBuffers::prepare`) by that
+                    // thread once it is read, and by the workers too once
+                    // job k is settled: so the layout takes the thread's
+                    // spare time where it has some (win steps), and the
+                    // workers' where the thread would keep them waiting
+                    // (loss steps).
+                    let next_job: OnceLock<Preparation> = OnceLock::new();
+                    let next_read = ReadSignal::default();
                     let (reports, computed, other) = std::thread::scope(|scope| {
                         let other = scope.spawn(|| {
+                            // Whatever happens, the workers wait no longer
+                            // once this thread is done.
+                            let _done = next_read.on_drop();
+                            // Moved in: the next job's layout borrows the
+                            // window past this thread.
+                            let own_other: &mut OwnBuffers = own_other;
                             let (started, cpu) = (Instant::now(), cpu_time(libc::CLOCK_THREAD_CPUTIME_ID));
                             if let Some(previous) = &previous {
                                 store(own_other, previous, disk, &mut other_io)?;
                             }
                             let loaded = (k + 1 < jobs.len())
-                                .then(|| load(own_other, new_slice, k + 1, disk, &mut other_io))
-                                .transpose();
+                                .then(|| load(&mut *own_other, new_slice, k + 1, disk, &mut other_io))
+                                .transpose()?;
+                            if let Some((maps, _)) = &loaded {
+                                let next =
+                                    next_job.get_or_init(|| own_other.preparation(this_ref, (&maps.0, &maps.1), true));
+                                next_read.signal();
+                                next.help(this_ref, Some(&base), Some(&due_states()));
+                            }
                             let cpu = cpu_time(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(cpu);
-                            Ok::<_, SolveError>((loaded?, (started.elapsed(), cpu)))
+                            Ok::<_, SolveError>((loaded, (started.elapsed(), cpu)))
                         });
                         let landing = Some((&target.index, region));
-                        let own = own_now.own(&pm, &vm);
                         let process_cpu = || cpu_time(libc::CLOCK_PROCESS_CPUTIME_ID);
                         let (started, cpu) = (Instant::now(), process_cpu());
-                        let (reports, early) = run_step(&input, &this_ref.index, &units, own, landing, &due, mode);
+                        let (reports, early) =
+                            run_step(&input, &this_ref.index, &units, own_now.own(&pm, &vm), landing, &due, mode);
                         let (computed_at, computed_cpu) = (Instant::now(), process_cpu());
                         times.computing += computed_at - started;
                         times.computing_cpu += computed_cpu.saturating_sub(cpu);
@@ -1897,11 +1925,29 @@ fn step(
                         let (settled_at, settled_cpu) = (Instant::now(), process_cpu());
                         times.settling += settled_at - computed_at;
                         times.settling_cpu += settled_cpu.saturating_sub(computed_cpu);
+                        // Help lay out the next job once it is read
+                        // (counted as computing).
+                        next_read.wait();
+                        let (helping, helping_cpu) = (Instant::now(), process_cpu());
+                        if let Some(next) = next_job.get() {
+                            let threads = rayon::current_num_threads();
+                            (0..threads)
+                                .into_par_iter()
+                                .for_each(|_| next.help(this_ref, Some(&base), Some(&due_states())));
+                        }
+                        let (helped, helped_cpu) = (Instant::now(), process_cpu());
+                        times.computing += helped - helping;
+                        times.computing_cpu += helped_cpu.saturating_sub(helping_cpu);
                         let other = other.join();
-                        times.waiting_for_io += settled_at.elapsed();
-                        times.waiting_cpu += process_cpu().saturating_sub(settled_cpu);
+                        times.waiting_for_io += (helping - settled_at) + helped.elapsed();
+                        let waiting_cpu =
+                            helping_cpu.saturating_sub(settled_cpu) + process_cpu().saturating_sub(helped_cpu);
+                        times.waiting_cpu += waiting_cpu;
                         (reports, computed, other)
                     });
+                    if let Some(next) = next_job.into_inner() {
+                        next.finish()?;
+                    }
                     let (loaded_next, (busy, busy_cpu)) =
                         other.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
                     times.storing_and_reading += busy;
@@ -1941,6 +1987,7 @@ fn step(
                             ((&mut slices[0], &mut landing_blocks[0]), SlicePart::whole(jobs[k + 1].0.clone()))
                         });
                         let (maps, at) = load(&mut owns[0], new_slice, k + 1, disk, io)?;
+                        prepare(&mut owns[0], (&maps.0, &maps.1))?;
                         if let Some(at) = at {
                             slice_held[0] = Some((jobs[k + 1].0.clone(), at));
                         }
@@ -2111,7 +2158,7 @@ fn encode_group(
                 let runs = runs.map(|run| first + run.start..first + run.end);
                 DecisionLog::encode(decided, block_words, part.clone(), runs, bytes)
             }
-            // Every placement of a dense group is live (`unpack_sparse`):
+            // Every placement of a dense group is live (`OwnBuffers::prepare`):
             // its words are read as one run, without asking the flags.
             None => DecisionLog::encode(decided, block_words, part.clone(), std::iter::once(part.clone()), bytes),
         };

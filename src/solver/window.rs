@@ -25,6 +25,7 @@ use crate::rules::CARD_STATES;
 use crate::value::ValueWidth;
 use rayon::prelude::*;
 use std::ops::Range;
+use std::sync::{Condvar, Mutex, PoisonError};
 
 /// A read of a file range into memory, for [`DiskIo::read_many`].
 pub(super) type ReadRequest<'a> = (FileId, Range<u64>, &'a mut [u8]);
@@ -84,13 +85,11 @@ pub(super) struct OwnBuffers {
     /// Per placement of the batch, numbered by its first element in the
     /// plane buffers: does the step look at it? Clear only for the
     /// placements of a sparse group over holes that list no layout, whose
-    /// words [`OwnBuffers::unpack_sparse`] leaves as they were (see
+    /// words [`OwnBuffers::prepare`] leaves as they were (see
     /// `sparse`).
     live: PlacementFlags,
-    /// Unpacks the capture schedule's frames into `due`.
-    unpacker: Unpacker,
     /// The (lane, group) segments the last [`OwnBuffers::plan_load`] reads
-    /// compacted (`compact`), for [`OwnBuffers::expand_compacted`] to lay
+    /// compacted (`compact`), for [`OwnBuffers::prepare`] to lay
     /// out once they are read.
     compacted: Vec<(Lane, usize)>,
     /// Bytes per value of the material loaded last (`Work::width`).
@@ -123,8 +122,8 @@ impl Window {
             let planes = (0..5).map(|_| AlignedBuf::zeroed(plane_bytes as usize)).collect::<Result<_, _>>()?;
             let (values, due) = (AlignedBuf::zeroed(value_bytes as usize)?, AlignedBuf::zeroed(plane_bytes as usize)?);
             let live = PlacementFlags::all_set(plane_bytes as usize / 4, block_words);
-            let (unpacker, compacted, width) = (Unpacker::new(), Vec::new(), ValueWidth::Byte);
-            owns.push(OwnBuffers { planes, values, due, live, unpacker, compacted, width });
+            let (compacted, width) = (Vec::new(), ValueWidth::Byte);
+            owns.push(OwnBuffers { planes, values, due, live, compacted, width });
             slices.push(AlignedBuf::zeroed(slice_bytes as usize)?);
         }
         Ok(Window { owns, slices, io: IoTotals::default() })
@@ -206,11 +205,14 @@ impl OwnBuffers {
             .for_each(|piece| piece.fill(0));
         disk.read_many(&mut requests)?;
         drop(requests);
-        self.expand_compacted(work, &pm);
-        if lanes.contains(&Lane::SparseWon) {
-            debug_assert!(lanes.contains(&Lane::SparseRest), "records are read whole");
-            self.unpack_sparse(work, &pm, |_| Base::Dense)?;
-        }
+        let records = lanes.contains(&Lane::SparseWon);
+        debug_assert_eq!(records, lanes.contains(&Lane::SparseRest), "records are read whole");
+        let dense: &(dyn Fn(usize) -> Base + Sync) = &|_| Base::Dense;
+        // On this thread alone, as finishing reads the next batch while the
+        // workers pack the last.
+        let preparation = self.preparation(work, (&pm, &vm), false);
+        preparation.help(work, records.then_some(dense), None);
+        preparation.finish()?;
         Ok((pm, vm))
     }
 
@@ -253,7 +255,7 @@ impl OwnBuffers {
         let (mut requests, mut zeros) = (Vec::new(), Vec::new());
         self.compacted.clear();
         // A sparse group's records are read into its `due` (`SparseWon`)
-        // and `fresh` (`SparseRest`) segments, which `unpack_sparse` lays
+        // and `fresh` (`SparseRest`) segments, which `prepare` lays
         // over its planes and clears.
         let sparse_read = |lane: Lane, g: usize| {
             let listed = work.groups[g].sparse_layouts;
@@ -283,8 +285,8 @@ impl OwnBuffers {
                             let (records, rest) = into.split_at_mut(bytes);
                             // `fresh` must start cleared, but over holes
                             // only in the live placements, which
-                            // `unpack_sparse` clears; `due` is read only
-                            // where `fill_due` filled it.
+                            // `prepare` clears; `due` is read only
+                            // where `prepare` filled it.
                             if lane == Lane::Fresh && reads(Lane::Won, g) == PlaneLoad::Read {
                                 rest.fill(0);
                             }
@@ -293,12 +295,12 @@ impl OwnBuffers {
                             requests.push((work.files().read_file(sparse_lane, g), span, records));
                             continue;
                         }
-                        // `due` is filled by `fill_due`; a dense
+                        // `due` is filled by `prepare`; a dense
                         // `fresh` is zeroed unless the load leaves it.
                         None => (lane == Lane::Fresh && reads(Lane::Fresh, g) != PlaneLoad::Left).then_some(false),
                     },
                     // A sparse group whose dense planes are not read gets
-                    // all four from `unpack_sparse` (holes and records).
+                    // all four from `prepare` (holes and records).
                     (Lane::Won | Lane::Lost | Lane::Capture | Lane::Held, _)
                         if work.groups[g].sparse_layouts > 0 && reads(Lane::Won, g) != PlaneLoad::Read =>
                     {
@@ -333,82 +335,99 @@ impl OwnBuffers {
         (Packed { entries: plane_entries }, Packed { entries: value_entries }, requests, zeros)
     }
 
-    /// Lays out the segments the last load read compacted (see `compact`):
-    /// call once they are read, before anything reads them.
-    pub fn expand_compacted(&mut self, work: &Work, plane_map: &Packed) {
-        let Some(solved) = &work.solved else {
-            debug_assert!(self.compacted.is_empty());
-            return;
-        };
-        for (lane, g) in self.compacted.drain(..) {
-            let buffer = buffer_of(lane);
-            let at = plane_map.elements(g).start;
-            let len = padded_len(&work.planes, g) as usize / 4;
-            let words = &mut self.planes[buffer].words_mut()[at..at + len];
-            let origin = (work.planes.segment(g).start / 4) as usize;
-            solved.expand(words, origin, g, work.index.groups()[g].layouts as usize);
-        }
-    }
-
-    /// Lays the records of the sparse groups of a loaded batch over their
-    /// planes (`base(g)`: over holes for a step, over the dense segments
-    /// read for finishing or relisting), then clears the `fresh` records
-    /// (`due` is read only where `fill_due` fills it). Over holes it writes
+    /// Lays out what the last load read, group by group and the groups in
+    /// parallel: the segments read compacted (see `compact`); with `base`
+    /// (the load read the sparse records), the records of the sparse groups
+    /// over their planes (`base(g)`: over holes for a step, over the dense
+    /// segments read for finishing or relisting), their `fresh` records
+    /// cleared; with `due`, the due states of the groups it names,
+    /// unpacked from the capture schedule's chunks that
+    /// [`OwnBuffers::read_due`] read into their value segments. Call once
+    /// the load's reads are done, before anything reads the window.
+    ///
+    /// Each group touches only its own segments and its placements' live
+    /// flags, which are whole words of its own. Over holes it writes
     /// all four planes of the group's live placements only (`plan_load`
     /// leaves them as they were when it does not read the group's dense
-    /// `won`), clears their `fresh`, and the batch's live flags say which
-    /// those are: every placement of the other groups is live.
-    pub fn unpack_sparse(
+    /// `won`), and the live flags say which those are: every placement of
+    /// the other groups is live. A step's first job is laid out so; the
+    /// others are shared between the thread that read them and the
+    /// workers ([`OwnBuffers::preparation`]): on that thread alone, in turn
+    /// after its reads, this was most of its CPU time in 8-men 4v4's
+    /// later steps, where the workers waited for it.
+    pub fn prepare(
         &mut self,
         work: &Work,
-        plane_map: &Packed,
-        base: impl Fn(usize) -> Base,
+        maps: (&Packed, &Packed),
+        base: Option<&(dyn Fn(usize) -> Base + Sync)>,
+        due: Option<DueStates>,
     ) -> Result<(), SolveError> {
+        let preparation = self.preparation(work, maps, due.is_some());
+        let threads = rayon::current_num_threads();
+        (0..threads).into_par_iter().for_each(|_| preparation.help(work, base, due.as_ref()));
+        preparation.finish()
+    }
+
+    /// [`OwnBuffers::prepare`] as work to share: each group taken by
+    /// whichever thread is free ([`Preparation::help`]). With `rooms`, the
+    /// value segments are handed out for the schedule's chunks.
+    pub fn preparation(
+        &mut self,
+        work: &Work,
+        (plane_map, value_map): (&Packed, &Packed),
+        rooms: bool,
+    ) -> Preparation<'_> {
+        let mut compacted = std::mem::take(&mut self.compacted);
+        compacted.sort_unstable_by_key(|&(lane, g)| (g, lane as u8));
+        let compacted =
+            |g: usize, lane: Lane| compacted.binary_search_by_key(&(g, lane as u8), |&(l, g)| (g, l as u8)).is_ok();
+        // Records and their padding fill the padded segments.
+        let padded =
+            |(g, range): &(usize, Range<usize>)| range.start..range.start + padded_len(&work.planes, *g) as usize / 4;
+        let ranges: Vec<Range<usize>> = plane_map.entries.iter().map(padded).collect();
         let [won, lost, fresh, capture, held] = &mut self.planes[..] else {
             unreachable!("a window has five plane lanes")
         };
-        for (g, range) in &plane_map.entries {
-            let listed = work.groups[*g].sparse_layouts;
-            // The records were read into the padded segments.
-            let padded = range.start..range.start + padded_len(&work.planes, *g) as usize / 4;
-            let base = if listed == 0 { Base::Dense } else { base(*g) };
-            match base {
-                Base::Holes { .. } => self.live.clear_segments(padded.clone()),
-                Base::Dense => self.live.set_segments(padded.clone()),
-            }
-            if listed == 0 {
-                continue;
-            }
-            let won_in = &self.due.words()[padded.clone()];
-            let rest_in = &mut fresh.words_mut()[padded];
-            let own = GroupWords {
-                won: &mut won.words_mut()[range.clone()],
-                lost: &mut lost.words_mut()[range.clone()],
-                capture: &mut capture.words_mut()[range.clone()],
-                held: &mut held.words_mut()[range.clone()],
-            };
-            let mut live = self.live.marker(range.start);
-            if sparse::scatter(won_in, rest_in, listed, own, base, |first| {
-                // `scatter` lays the placement's words itself.
-                let _ = live.mark(first);
-            })
-            .is_err()
-            {
-                return Err(work
-                    .files()
-                    .damaged(Lane::SparseWon, *g, "sparse records out of order or beyond the group")
-                    .into());
-            }
-            // Steps read `fresh` in the live placements only (and over
-            // holes only those of the group's are live).
-            match base {
-                Base::Holes { block_words } => {
-                    sparse::clear_live(won_in, listed, block_words, &mut rest_in[..range.len()])
-                }
-                Base::Dense => rest_in[..sparse::rest_bytes(listed) / 4].fill(0),
-            }
+        fn carve<'b>(buffer: &'b mut AlignedBuf, ranges: &[Range<usize>]) -> std::vec::IntoIter<&'b mut [u32]> {
+            carve_mut(buffer.words_mut(), ranges.iter().cloned()).into_iter()
         }
-        Ok(())
+        fn next<'b>(segments: &mut std::vec::IntoIter<&'b mut [u32]>) -> &'b mut [u32] {
+            segments.next().expect("a segment per group")
+        }
+        let (mut won, mut lost, mut fresh) = (carve(won, &ranges), carve(lost, &ranges), carve(fresh, &ranges));
+        let (mut capture, mut held) = (carve(capture, &ranges), carve(held, &ranges));
+        let mut due_words = carve(&mut self.due, &ranges);
+        // Values are carved only for the schedule's chunks: finishing may
+        // have lent the buffer out (`swap_values`).
+        let mut rooms = rooms.then(|| {
+            let room =
+                |(g, bytes): &(usize, Range<usize>)| bytes.start..bytes.start + padded_len(&work.values, *g) as usize;
+            carve_mut(self.values.bytes_mut(), value_map.entries.iter().map(room)).into_iter()
+        });
+        let mut groups = Vec::with_capacity(plane_map.entries.len());
+        for &(g, ref range) in &plane_map.entries {
+            let planes = [next(&mut won), next(&mut lost), next(&mut fresh), next(&mut capture), next(&mut held)];
+            let room = rooms.as_mut().map(|rooms| rooms.next().expect("a value segment per group"));
+            let compacted = [compacted(g, Lane::Capture), compacted(g, Lane::Held)];
+            groups.push(GroupSegments { g, first: range.start, planes, due: next(&mut due_words), room, compacted });
+        }
+        // Taken from the back: the largest first, so that no thread is
+        // left with a large group as the others run out.
+        groups.sort_by_key(|group| group.planes[0].len());
+        Preparation { groups: Mutex::new(groups), live: &self.live, failed: Mutex::new(None) }
+    }
+
+    /// Reads the capture schedule's chunks of the groups `due` names into
+    /// their value segments (free in a step), for [`OwnBuffers::prepare`]
+    /// to unpack into `due`: call after [`OwnBuffers::patch_landing_won`],
+    /// which reads through the value buffer. Returns the bytes read.
+    pub fn read_due(&mut self, work: &Work, value_map: &Packed, due: &DueStates) -> Result<u64, SolveError> {
+        let mut read = 0;
+        for (g, bytes) in value_map.entries.iter().filter(|(g, _)| (due.groups)(*g)) {
+            let room = &mut self.values.bytes_mut()[bytes.start..bytes.start + padded_len(&work.values, *g) as usize];
+            read += due.schedule.read_due((*g, due.depth_plies), room)?;
+        }
+        Ok(read)
     }
 
     /// Gathers the records of the given groups, each picked as `pick` says,
@@ -527,9 +546,10 @@ impl OwnBuffers {
     /// `target` over their holes in a loss step's landing slice (`words`,
     /// from lane byte `slice_start` on, with its block flags): a block
     /// with a record gets holes' words and its flag set, then its records.
-    /// The records are read into this window's `due` buffer, in rounds of
-    /// as many as fit: call before `fill_due`, which clears what steps read
-    /// of it.
+    /// The records are read into this window's value buffer (free in a
+    /// step until [`OwnBuffers::prepare`] reads the schedule into it; `due`
+    /// holds the window's own records until then), in rounds of as many as
+    /// fit.
     pub fn patch_landing_won(
         &mut self,
         disk: &mut DiskIo,
@@ -540,10 +560,10 @@ impl OwnBuffers {
     ) -> Result<(), SolveError> {
         let sparse: Vec<(usize, u32)> =
             groups.map(|g| (g, target.groups[g].sparse_layouts)).filter(|&(_, listed)| listed > 0).collect();
-        let capacity = self.due.len();
+        let capacity = self.values.len();
         for round in rounds(&sparse, capacity) {
             let ranges = round.iter().map(|(_, bytes)| bytes.clone());
-            let parts = carve_mut(self.due.bytes_mut(), ranges);
+            let parts = carve_mut(self.values.bytes_mut(), ranges);
             let mut requests: Vec<ReadRequest> = round
                 .iter()
                 .zip(parts)
@@ -555,7 +575,7 @@ impl OwnBuffers {
             disk.read_many(&mut requests)?;
             for ((g, listed), bytes) in round {
                 io.bytes_read += bytes.len() as u64;
-                let records = &self.due.words()[bytes.start / 4..bytes.end / 4];
+                let records = &self.values.words()[bytes.start / 4..bytes.end / 4];
                 let at = ((target.planes.segment(g).start - slice_start) / 4) as usize;
                 let layouts = target.index.groups()[g].layouts as usize;
                 let marker = blocks.marker(at);
@@ -600,43 +620,6 @@ impl OwnBuffers {
         self.values.bytes_mut()
     }
 
-    /// Fills the due-states plane of `groups` with the card states whose
-    /// capture value falls due at `depth_plies`, from the schedule. The
-    /// chunks are read into the groups' value segments first (30 bytes per
-    /// layout, padded; packed entries take about 8 at most).
-    pub fn fill_due(
-        &mut self,
-        schedule: &CaptureSchedule,
-        (plane_map, value_map): (&Packed, &Packed),
-        (work, groups): (&Work, &[usize]),
-        depth_plies: u16,
-        io: &mut IoTotals,
-    ) -> Result<(), SolveError> {
-        for &g in groups {
-            let (planes, values) = (plane_map.elements(g), value_map.elements(g));
-            let room = values.start..values.start + padded_len(&work.values, g) as usize;
-            assert!(room.len() >= CaptureSchedule::chunk_bound(planes.len()), "room for a chunk of the group");
-            let (live, block_words) = (&self.live, self.live.block_words());
-            let due = &mut self.due.words_mut()[planes.clone()];
-            // Steps read `due` in the live placements only, so only those
-            // are cleared (clearing whole segments took about a sixth of
-            // the storing and reading thread's CPU samples at 4v4's
-            // depths 45-53, docs/BENCHMARKS.md, session 35). The others
-            // keep what the buffer held, and may get entries of layouts
-            // decided by now.
-            for run in live.set_runs(planes.start, due.len() / block_words) {
-                due[run.start * block_words..run.end * block_words].fill(0);
-            }
-            let chunk = &mut self.values.bytes_mut()[room];
-            io.bytes_read += schedule.for_each_due((g, depth_plies), chunk, &mut self.unpacker, |n, states| {
-                // At most one entry per layout and depth.
-                debug_assert!(due[n] == 0 || !live.get(planes.start + n - n % block_words));
-                due[n] = states;
-            })?;
-        }
-        Ok(())
-    }
-
     /// The window as the own lanes of a batch.
     pub fn own<'a>(&'a mut self, pm: &'a Packed, vm: &'a Packed) -> Own<'a> {
         let [won, lost, fresh, capture, held] = &mut self.planes[..] else {
@@ -662,6 +645,165 @@ impl OwnBuffers {
 /// A round of sparse groups' records read together: (group, records) and
 /// the byte range of the buffer they are read into.
 type RecordRound = Vec<((usize, u32), Range<usize>)>;
+
+/// The due states a step's load fills ([`OwnBuffers::prepare`]): those
+/// falling due at `depth_plies` in the groups `groups` names, from the
+/// capture schedule.
+pub(super) struct DueStates<'a> {
+    pub schedule: &'a CaptureSchedule,
+    pub depth_plies: u16,
+    pub groups: &'a (dyn Fn(usize) -> bool + Sync),
+}
+
+/// One group's segments of a loaded window ([`OwnBuffers::prepare`]):
+/// its padded plane segments (in [`WINDOW_LANES`] order) and `due`, the
+/// element its segments start at, and its value segment if the schedule
+/// is read.
+struct GroupSegments<'a> {
+    g: usize,
+    first: usize,
+    planes: [&'a mut [u32]; 5],
+    due: &'a mut [u32],
+    room: Option<&'a mut [u8]>,
+    /// Were its `capture` and `held` segments read compacted?
+    compacted: [bool; 2],
+}
+
+/// Tells the workers that the thread reading the next job has read it (or
+/// ended without): they wait for it before they help lay it out.
+#[derive(Default)]
+pub(super) struct ReadSignal {
+    read: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl ReadSignal {
+    pub fn signal(&self) {
+        *self.read.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.changed.notify_all();
+    }
+
+    /// Waits until [`ReadSignal::signal`].
+    pub fn wait(&self) {
+        let mut read = self.read.lock().unwrap_or_else(PoisonError::into_inner);
+        while !*read {
+            read = self.changed.wait(read).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Signals when dropped: however the reading thread ends, no one waits
+    /// on.
+    pub fn on_drop(&self) -> impl Drop + '_ {
+        struct Signal<'a>(&'a ReadSignal);
+        impl Drop for Signal<'_> {
+            fn drop(&mut self) {
+                self.0.signal();
+            }
+        }
+        Signal(self)
+    }
+}
+
+/// A loaded window's groups still to lay out ([`OwnBuffers::preparation`]).
+pub(super) struct Preparation<'a> {
+    /// The groups not taken yet, the largest last.
+    groups: Mutex<Vec<GroupSegments<'a>>>,
+    live: &'a PlacementFlags,
+    /// The first error a group met.
+    failed: Mutex<Option<SolveError>>,
+}
+
+impl Preparation<'_> {
+    /// Lays out groups, one at a time, until none is left to take.
+    pub fn help(&self, work: &Work, base: Option<&(dyn Fn(usize) -> Base + Sync)>, due: Option<&DueStates>) {
+        let mut unpacker = None;
+        loop {
+            let Some(group) = self.groups.lock().unwrap_or_else(PoisonError::into_inner).pop() else { return };
+            if let Err(error) = group.prepare(work, self.live, base, due.map(|due| (due, &mut unpacker))) {
+                self.failed.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(error);
+            }
+        }
+    }
+
+    /// Once every group is laid out (every thread's [`Preparation::help`]
+    /// has returned): the first error a group met, if any.
+    pub fn finish(self) -> Result<(), SolveError> {
+        debug_assert!(self.groups.lock().is_ok_and(|groups| groups.is_empty()), "every group laid out");
+        self.failed.into_inner().unwrap_or_else(PoisonError::into_inner).map_or(Ok(()), Err)
+    }
+}
+
+impl GroupSegments<'_> {
+    /// [`OwnBuffers::prepare`] for this group.
+    fn prepare(
+        self,
+        work: &Work,
+        live: &PlacementFlags,
+        base: Option<&(dyn Fn(usize) -> Base + Sync)>,
+        due: Option<(&DueStates, &mut Option<Unpacker>)>,
+    ) -> Result<(), SolveError> {
+        let GroupSegments { g, first, planes: [won, lost, fresh, capture, held], due: due_words, room, compacted } =
+            self;
+        let layouts = work.index.groups()[g].layouts as usize;
+        let padded = first..first + won.len();
+        if let Some(solved) = &work.solved {
+            let origin = (work.planes.segment(g).start / 4) as usize;
+            for (compacted, words) in compacted.into_iter().zip([&mut *capture, &mut *held]) {
+                if compacted {
+                    solved.expand(words, origin, g, layouts);
+                }
+            }
+        }
+        if let Some(base) = base {
+            let listed = work.groups[g].sparse_layouts;
+            let base = if listed == 0 { Base::Dense } else { base(g) };
+            live.put_segments(padded, base == Base::Dense);
+            if listed > 0 {
+                let (won_in, rest_in) = (&*due_words, &mut *fresh);
+                let own = GroupWords {
+                    won: &mut won[..layouts],
+                    lost: &mut lost[..layouts],
+                    capture: &mut capture[..layouts],
+                    held: &mut held[..layouts],
+                };
+                // `scatter` lays the placement's words itself.
+                if sparse::scatter(won_in, rest_in, listed, own, base, |at| live.put_unshared(first + at, true))
+                    .is_err()
+                {
+                    let what = "sparse records out of order or beyond the group";
+                    return Err(work.files().damaged(Lane::SparseWon, g, what).into());
+                }
+                // Steps read `fresh` in the live placements only (and over
+                // holes only those of the group's are live).
+                match base {
+                    Base::Holes { block_words } => {
+                        sparse::clear_live(won_in, listed, block_words, &mut rest_in[..layouts])
+                    }
+                    Base::Dense => rest_in[..sparse::rest_bytes(listed) / 4].fill(0),
+                }
+            }
+        }
+        let Some((due, unpacker)) = due.filter(|(due, _)| (due.groups)(g)) else { return Ok(()) };
+        let room = room.expect("value segments are carved where the schedule is read");
+        assert!(room.len() >= CaptureSchedule::chunk_bound(layouts), "room for a chunk of the group");
+        let (due_words, block_words) = (&mut due_words[..layouts], live.block_words());
+        // Steps read `due` in the live placements only, so only those are
+        // cleared (clearing whole segments took about a sixth of the
+        // storing and reading thread's CPU samples at 4v4's depths 45-53,
+        // docs/BENCHMARKS.md, session 35). The others keep what the buffer
+        // held, and may get entries of layouts decided by now.
+        for run in live.set_runs(first, layouts / block_words) {
+            due_words[run.start * block_words..run.end * block_words].fill(0);
+        }
+        let unpacker = unpacker.get_or_insert_with(Unpacker::new);
+        due.schedule.unpack_due((g, due.depth_plies), room, unpacker, |n, states| {
+            // At most one entry per layout and depth.
+            debug_assert!(due_words[n] == 0 || !live.get(first + n - n % block_words));
+            due_words[n] = states;
+        })?;
+        Ok(())
+    }
+}
 
 /// Splits sparse groups (group, records) into rounds whose `SparseWon`
 /// records fit `capacity` bytes.
