@@ -1727,8 +1727,8 @@ fn step(
             // Reads job k into `own` (and a landing slice, a range of the
             // mirror's groups, into its buffer, if given), and the capture
             // schedule's chunks of its due states: the job's maps, and
-            // where the slice was put. `prepare` lays out what it read once
-            // the job's computing begins.
+            // where the slice was put. What it read is laid out after
+            // (`OwnBuffers::prepare`, or shared with the workers below).
             let load = |own: &mut OwnBuffers,
                         slice: Option<(SliceBuffer, SlicePart)>,
                         k: usize,
@@ -1754,7 +1754,8 @@ fn step(
                 Ok((maps, at))
             };
             // Lays out a loaded job on the workers (the compacted segments,
-            // the sparse groups' records, the due states).
+            // the sparse groups' records, the due states): the first job,
+            // and each job with one window.
             let base = |g: usize| if relisting(g) { Base::Dense } else { Base::Holes { block_words } };
             let prepare = |own: &mut OwnBuffers, maps: (&Packed, &Packed)| {
                 own.prepare(this_ref, maps, Some(&base), Some(due_states()))
