@@ -89,7 +89,7 @@ pub(super) struct OwnBuffers {
     /// `sparse`).
     live: PlacementFlags,
     /// The (lane, group) segments the last [`OwnBuffers::plan_load`] reads
-    /// compacted (`compact`), for [`OwnBuffers::prepare`] to lay
+    /// compacted (`compact`), for [`OwnBuffers::preparation`] to lay
     /// out once they are read.
     compacted: Vec<(Lane, usize)>,
     /// Bytes per value of the material loaded last (`Work::width`).
@@ -547,9 +547,9 @@ impl OwnBuffers {
     /// from lane byte `slice_start` on, with its block flags): a block
     /// with a record gets holes' words and its flag set, then its records.
     /// The records are read into this window's value buffer (free in a
-    /// step until [`OwnBuffers::prepare`] reads the schedule into it; `due`
-    /// holds the window's own records until then), in rounds of as many as
-    /// fit.
+    /// step until [`OwnBuffers::read_due`] reads the schedule's chunks
+    /// into it; `due` holds the window's own records until they are laid
+    /// out), in rounds of as many as fit.
     pub fn patch_landing_won(
         &mut self,
         disk: &mut DiskIo,
