@@ -400,9 +400,8 @@ impl OwnBuffers {
         // Values are carved only for the schedule's chunks: finishing may
         // have lent the buffer out (`swap_values`).
         let mut rooms = rooms.then(|| {
-            let room =
-                |(g, bytes): &(usize, Range<usize>)| bytes.start..bytes.start + padded_len(&work.values, *g) as usize;
-            carve_mut(self.values.bytes_mut(), value_map.entries.iter().map(room)).into_iter()
+            let rooms = value_map.entries.iter().map(|(g, bytes)| value_room(work, *g, bytes));
+            carve_mut(self.values.bytes_mut(), rooms).into_iter()
         });
         let mut groups = Vec::with_capacity(plane_map.entries.len());
         for &(g, ref range) in &plane_map.entries {
@@ -424,7 +423,7 @@ impl OwnBuffers {
     pub fn read_due(&mut self, work: &Work, value_map: &Packed, due: &DueStates) -> Result<u64, SolveError> {
         let mut read = 0;
         for (g, bytes) in value_map.entries.iter().filter(|(g, _)| (due.groups)(*g)) {
-            let room = &mut self.values.bytes_mut()[bytes.start..bytes.start + padded_len(&work.values, *g) as usize];
+            let room = &mut self.values.bytes_mut()[value_room(work, *g, bytes)];
             read += due.schedule.read_due((*g, due.depth_plies), room)?;
         }
         Ok(read)
@@ -667,6 +666,13 @@ struct GroupSegments<'a> {
     room: Option<&'a mut [u8]>,
     /// Were its `capture` and `held` segments read compacted?
     compacted: [bool; 2],
+}
+
+/// The bytes of a window's value buffer that group `g`, whose values the
+/// window holds at `bytes`, may use as room (its padded value segment):
+/// where a step reads the group's chunk of the capture schedule.
+fn value_room(work: &Work, g: usize, bytes: &Range<usize>) -> Range<usize> {
+    bytes.start..bytes.start + padded_len(&work.values, g) as usize
 }
 
 /// Tells the workers that the thread reading the next job has read it (or
