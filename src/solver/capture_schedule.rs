@@ -18,7 +18,7 @@
 use super::disk::{Appender, DiskError, io_error};
 use super::entries::{self, ENTRY_BYTES, FRAME_BYTES, FRAME_ENTRIES, FRAME_HEADER_BYTES, Unpacker, entry, put_entry};
 use super::lanes::carve_mut;
-use crate::rules::CARD_STATES;
+use crate::rules::{ALL_CARD_STATES, CARD_STATES};
 use rayon::prelude::*;
 use std::fs::{File, OpenOptions};
 use std::ops::Range;
@@ -417,18 +417,19 @@ impl CaptureSchedule {
 
     /// Calls `visit(layout, states)` for each entry of group `g`'s chunk
     /// at `depth_plies`, read into `scratch` (which must hold
-    /// [`CaptureSchedule::chunk_bound`] of the group's layouts); returns
+    /// [`CaptureSchedule::chunk_bound`] of the group's `layouts`); returns
     /// the bytes read.
     #[cfg(test)]
     pub fn for_each_due(
         &self,
         at: (usize, u16),
+        layouts: usize,
         scratch: &mut [u8],
         unpacker: &mut Unpacker,
         visit: impl FnMut(usize, u32),
     ) -> Result<u64, DiskError> {
         let read = self.read_due(at, scratch)?;
-        self.unpack_due(at, scratch, unpacker, visit)?;
+        self.unpack_due(at, layouts, scratch, unpacker, visit)?;
         Ok(read)
     }
 
@@ -448,10 +449,13 @@ impl CaptureSchedule {
 
     /// Calls `visit(layout, states)` for each entry of group `g`'s chunk
     /// at `depth_plies`, which [`CaptureSchedule::read_due`] read into
-    /// `scratch`.
+    /// `scratch`. Every layout visited is below the group's `layouts`, and
+    /// its states are card states (not none): an entry that is not is
+    /// refused as damage, not passed on to index a segment.
     pub fn unpack_due(
         &self,
         (g, depth_plies): (usize, u16),
+        layouts: usize,
         scratch: &[u8],
         unpacker: &mut Unpacker,
         mut visit: impl FnMut(usize, u32),
@@ -470,6 +474,12 @@ impl CaptureSchedule {
             let unpacked = unpacker.unpack(&header, packed).map_err(|e| damaged(e.what()))?;
             for bytes in unpacked.chunks_exact(ENTRY_BYTES) {
                 let (n, states) = entry(bytes);
+                if n >= layouts {
+                    return Err(damaged("an entry names a layout beyond its group"));
+                }
+                if states == 0 || states & !ALL_CARD_STATES != 0 {
+                    return Err(damaged("an entry names card states that do not exist"));
+                }
                 visit(n, states);
             }
             seen += header.entries;
@@ -927,8 +937,19 @@ mod tests {
             let mut bytes = vec![0u8; entries::frames_bound(capture.len())];
             for depth in [3, 5, 7, 9, 11, 13, 4] {
                 let mut got = Vec::new();
-                schedule.for_each_due((2, depth), &mut bytes, &mut unpacker, |n, s| got.push((n as u32, s))).unwrap();
+                schedule
+                    .for_each_due((2, depth), capture.len(), &mut bytes, &mut unpacker, |n, s| got.push((n as u32, s)))
+                    .unwrap();
                 assert_eq!(got, wanted(depth), "depth {depth}, scratch of {scratch_entries}");
+                // Read as a smaller group's chunk (another table's work
+                // files), a layout beyond it is refused, not visited.
+                if let Some(&(last, _)) = wanted(depth).last() {
+                    let last = last as usize;
+                    let short = schedule.for_each_due((2, depth), last, &mut bytes, &mut unpacker, |n, _| {
+                        assert!(n < last, "layout {n} of {last} visited")
+                    });
+                    assert!(matches!(short, Err(DiskError::Damaged { .. })), "depth {depth}");
+                }
             }
             assert!(schedule.index().chunk(0, 3).0.is_empty() && schedule.index().chunk(3, 3).0.is_empty());
             // The same entries from value words, whose depths run past 255
@@ -943,7 +964,9 @@ mod tests {
             for depth in [3, 5, 7, 9, 11, 13, 4] {
                 let mut got = Vec::new();
                 schedule
-                    .for_each_due((2, depth + 300), &mut bytes, &mut unpacker, |n, s| got.push((n as u32, s)))
+                    .for_each_due((2, depth + 300), capture.len(), &mut bytes, &mut unpacker, |n, s| {
+                        got.push((n as u32, s))
+                    })
                     .unwrap();
                 assert_eq!(got, wanted(depth), "words: depth {}, scratch of {scratch_entries}", depth + 300);
             }
@@ -958,7 +981,7 @@ mod tests {
             let schedule = CaptureSchedule::reopen(dir.path(), "2v2", 4).unwrap();
             let (mut unpacker, mut scratch) = (Unpacker::new(), vec![0u8; entries::frames_bound(capture.len())]);
             let damaged = [3, 5, 7, 9, 11, 13].iter().any(|&depth| {
-                let read = schedule.for_each_due((2, depth), &mut scratch, &mut unpacker, |_, _| {});
+                let read = schedule.for_each_due((2, depth), capture.len(), &mut scratch, &mut unpacker, |_, _| {});
                 matches!(read, Err(DiskError::Damaged { .. }))
             });
             assert!(damaged, "a flipped bit at byte {at} of {}", good.len());

@@ -802,7 +802,7 @@ impl GroupSegments<'_> {
             due_words[run.start * block_words..run.end * block_words].fill(0);
         }
         let unpacker = unpacker.get_or_insert_with(Unpacker::new);
-        due.schedule.unpack_due((g, due.depth_plies), room, unpacker, |n, states| {
+        due.schedule.unpack_due((g, due.depth_plies), layouts, room, unpacker, |n, states| {
             // At most one entry per layout and depth.
             debug_assert!(due_words[n] == 0 || !live.get(first + n - n % block_words));
             due_words[n] = states;
