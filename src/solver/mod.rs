@@ -1848,7 +1848,8 @@ fn step(
                     .chain(turning.iter().filter(|t| t.1 > 0).map(|&(g, n)| (g, Pick::Undecided, n)))
                     .collect();
                 records.sort_unstable_by_key(|r| r.0);
-                own.gather_sparse(this_ref, &pm, &records);
+                let lane = if win_step { Lane::SparseWon } else { Lane::SparseRest };
+                own.gather_sparse(this_ref, &pm, &records, lane);
                 Ok((pm, changed, turning))
             };
             for k in 0..jobs.len() {

@@ -116,7 +116,9 @@ pub(super) enum Pick {
 
 /// Writes the records of the layouts `pick` picks into `won_out` and
 /// `rest_out` (at least [`won_bytes`] and [`rest_bytes`] long; the padding
-/// is zeroed) and returns how many there are.
+/// is zeroed), either of which may be left out (`None`: a step stores only
+/// its own lane of a group that stays listed), and returns how many there
+/// are.
 /// `own` is the group's `won`, `lost`, `capture` and `held` words; only the
 /// placements (`block_words` layouts each) `live` gives (their numbers in
 /// the group, increasing) are looked at (with [`Pick::Listed`], the others'
@@ -129,7 +131,7 @@ pub(super) enum Pick {
 pub(super) fn gather(
     own: [&[u32]; 4],
     pick: Pick,
-    (won_out, rest_out): (&mut [u32], &mut [u32]),
+    (mut won_out, mut rest_out): (Option<&mut [u32]>, Option<&mut [u32]>),
     block_words: usize,
     live: impl IntoIterator<Item = usize>,
 ) -> u32 {
@@ -151,15 +153,24 @@ pub(super) fn gather(
         while picks != 0 {
             let n = first + picks.trailing_zeros() as usize;
             picks &= picks - 1;
-            won_out[WON_WORDS * listed..WON_WORDS * (listed + 1)].copy_from_slice(&[n as u32, own_won[n]]);
-            let rest = [own_lost[n], own_capture[n], own_held[n]];
-            rest_out[REST_WORDS * listed..REST_WORDS * (listed + 1)].copy_from_slice(&rest);
+            // (Which lanes are written is the same for the whole call.)
+            if let Some(won_out) = won_out.as_deref_mut() {
+                won_out[WON_WORDS * listed..WON_WORDS * (listed + 1)].copy_from_slice(&[n as u32, own_won[n]]);
+            }
+            if let Some(rest_out) = rest_out.as_deref_mut() {
+                let rest = [own_lost[n], own_capture[n], own_held[n]];
+                rest_out[REST_WORDS * listed..REST_WORDS * (listed + 1)].copy_from_slice(&rest);
+            }
             listed += 1;
         }
     }
     let listed = u32::try_from(listed).expect("a group's layouts fit u32");
-    won_out[WON_WORDS * listed as usize..won_bytes(listed) / 4].fill(0);
-    rest_out[REST_WORDS * listed as usize..rest_bytes(listed) / 4].fill(0);
+    if let Some(won_out) = won_out {
+        won_out[WON_WORDS * listed as usize..won_bytes(listed) / 4].fill(0);
+    }
+    if let Some(rest_out) = rest_out {
+        rest_out[REST_WORDS * listed as usize..rest_bytes(listed) / 4].fill(0);
+    }
     listed
 }
 
@@ -303,8 +314,13 @@ mod tests {
         let undecided = undecided_layouts(&before[0], &before[1]);
         let words = before.clone();
         let (mut won_out, mut rest_out) = (vec![7; 2 * len + 1024], vec![7; 3 * len + 1024]);
-        let listed =
-            gather(refs(&words), Pick::Undecided, (&mut won_out, &mut rest_out), block_words, 0..len / block_words);
+        let listed = gather(
+            refs(&words),
+            Pick::Undecided,
+            (Some(&mut won_out), Some(&mut rest_out)),
+            block_words,
+            0..len / block_words,
+        );
         assert_eq!(listed as u64, undecided);
         assert!(won_out[2 * listed as usize..won_bytes(listed) / 4].iter().all(|&w| w == 0));
 
@@ -337,9 +353,23 @@ mod tests {
         steps[1][4] = 0;
         let (mut again_won, mut again_rest) = (vec![0; 2 * len + 1024], vec![0; 3 * len + 1024]);
         let live_placements = live.iter().map(|first| first / block_words);
-        let again = gather(refs(&steps), Pick::Listed, (&mut again_won, &mut again_rest), block_words, live_placements);
+        let again = gather(
+            refs(&steps),
+            Pick::Listed,
+            (Some(&mut again_won), Some(&mut again_rest)),
+            block_words,
+            live_placements,
+        );
         assert_eq!(again, listed);
         assert_eq!(again_won[..4], [3, won_out[1], 4, ALL_CARD_STATES]);
+        // Either lane alone: the same records in it, the other untouched.
+        for (want_won, want_rest) in [(true, false), (false, true)] {
+            let (mut won, mut rest) = (vec![0; 2 * len + 1024], vec![0; 3 * len + 1024]);
+            let out = (want_won.then_some(&mut won[..]), want_rest.then_some(&mut rest[..]));
+            let live_placements = live.iter().map(|first| first / block_words);
+            assert_eq!(gather(refs(&steps), Pick::Listed, out, block_words, live_placements), listed);
+            assert_eq!((won == again_won, rest == again_rest), (want_won, want_rest));
+        }
 
         // Over the dense segments: the words now.
         let mut dense = before.clone();
@@ -376,8 +406,13 @@ mod tests {
             (*won, *lost) = (hole, hole);
         }
         let (mut won_out, mut rest_out) = (vec![0; 2 * len + 1024], vec![0; 3 * len + 1024]);
-        let listed =
-            gather(refs(&words), Pick::Undecided, (&mut won_out, &mut rest_out), block_words, 0..len / block_words);
+        let listed = gather(
+            refs(&words),
+            Pick::Undecided,
+            (Some(&mut won_out), Some(&mut rest_out)),
+            block_words,
+            0..len / block_words,
+        );
         let live = |n: usize| (n - n % block_words..n - n % block_words + block_words).any(is_listed);
         let mut plane = vec![u32::MAX; len];
         clear_live(&won_out, listed, block_words, &mut plane);
@@ -390,7 +425,8 @@ mod tests {
         let len = 100;
         let words = group(len);
         let (mut won_out, mut rest_out) = (vec![0; 2 * len + 1024], vec![0; 3 * len + 1024]);
-        let listed = gather(refs(&words), Pick::Undecided, (&mut won_out, &mut rest_out), 4, 0..words[0].len() / 4);
+        let listed =
+            gather(refs(&words), Pick::Undecided, (Some(&mut won_out), Some(&mut rest_out)), 4, 0..words[0].len() / 4);
         assert!(listed >= 2);
         let mut out_of_order = won_out.clone();
         out_of_order.swap(0, 2);

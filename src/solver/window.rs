@@ -430,11 +430,14 @@ impl OwnBuffers {
     }
 
     /// Gathers the records of the given groups, each picked as `pick` says,
-    /// with the number of layouts it must list, into their `due` and
-    /// `fresh` segments (free once a batch is computed and logged), for
-    /// [`OwnBuffers::store_sparse`]. The groups (increasing) are gathered
-    /// in parallel.
-    pub fn gather_sparse(&mut self, work: &Work, plane_map: &Packed, groups: &[(usize, Pick, u32)]) {
+    /// with the number of layouts it must list, into their `due`
+    /// (`SparseWon`) and `fresh` (`SparseRest`) segments (free once a batch
+    /// is computed and logged), for [`OwnBuffers::store_sparse`]: a group
+    /// that turns sparse or relists ([`Pick::Undecided`]) both lanes, one
+    /// that stays listed only `listed_lane`, the step's, which is all it
+    /// stores. The groups (increasing) are gathered in parallel.
+    pub fn gather_sparse(&mut self, work: &Work, plane_map: &Packed, groups: &[(usize, Pick, u32)], listed_lane: Lane) {
+        assert!(matches!(listed_lane, Lane::SparseWon | Lane::SparseRest), "records are stored in the sparse lanes");
         let [won, lost, fresh, capture, held] = &mut self.planes[..] else {
             unreachable!("a window has five plane lanes")
         };
@@ -452,6 +455,9 @@ impl OwnBuffers {
             let own = own_planes.map(|plane| &plane.words()[range.clone()]);
             let placements = range.len() / live.block_words();
             let live_placements = live.set_blocks(range.start, placements);
+            let both = pick == Pick::Undecided;
+            let won_out = (both || listed_lane == Lane::SparseWon).then_some(won_out);
+            let rest_out = (both || listed_lane == Lane::SparseRest).then_some(rest_out);
             let listed = sparse::gather(own, pick, (won_out, rest_out), live.block_words(), live_placements);
             // A record missing or extra would leave a layout's words wrong
             // for the rest of the pair.
