@@ -50,6 +50,10 @@ pub(super) fn io_error(action: &'static str, path: &Path, cause: io::Error) -> D
 /// From the heap, the allocator kept the windows of a finished pair as free
 /// but resident memory next to the next pair's (measured: 14 MiB over the
 /// 32 MiB budget at 6 men), and zeroed reused heap memory by touching it.
+/// A transparent huge page on x86_64 Linux: buffers at least this large
+/// ask for them (a smaller one could not hold one).
+const HUGE_PAGE_BYTES: usize = 2 << 20;
+
 pub struct AlignedBuf {
     map: MmapMut,
 }
@@ -60,6 +64,15 @@ impl AlignedBuf {
         let map = MmapMut::map_anon(bytes).map_err(|_| DiskError::Memory { bytes })?;
         // Mappings start on a page, and pages are at least 4096 bytes.
         assert_eq!(map.as_ptr() as u64 % SEGMENT_ALIGN_BYTES, 0);
+        if bytes >= HUGE_PAGE_BYTES {
+            // The kernels read a landing slice's blocks all over it: with
+            // 4 KiB pages nearly every block missed the TLB, and a 4v4
+            // step's prefetches waited on the page walks (8-men 4v4's
+            // steps computed 8-14% faster with huge pages,
+            // docs/BENCHMARKS.md, session 87). Only a hint: where the
+            // kernel gives none (disabled, or none free), nothing changes.
+            let _ = map.advise(memmap2::Advice::HugePage);
+        }
         Ok(AlignedBuf { map })
     }
 
