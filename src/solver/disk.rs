@@ -43,6 +43,10 @@ pub(super) fn io_error(action: &'static str, path: &Path, cause: io::Error) -> D
     }
 }
 
+/// A transparent huge page on x86_64 Linux: an [`AlignedBuf`] at least
+/// this large asks for them (a smaller one could not hold one).
+const HUGE_PAGE_BYTES: usize = 2 << 20;
+
 /// Zeroed memory aligned for O_DIRECT, allocated once and never grown.
 ///
 /// An anonymous mapping of its own (memmap2), not the heap: its pages cost
@@ -50,10 +54,7 @@ pub(super) fn io_error(action: &'static str, path: &Path, cause: io::Error) -> D
 /// From the heap, the allocator kept the windows of a finished pair as free
 /// but resident memory next to the next pair's (measured: 14 MiB over the
 /// 32 MiB budget at 6 men), and zeroed reused heap memory by touching it.
-/// A transparent huge page on x86_64 Linux: buffers at least this large
-/// ask for them (a smaller one could not hold one).
-const HUGE_PAGE_BYTES: usize = 2 << 20;
-
+/// Its pages are transparent huge pages where the kernel gives them.
 pub struct AlignedBuf {
     map: MmapMut,
 }

@@ -1631,6 +1631,8 @@ fn step(
             let win_step = depth % 2 == 1;
             let sparse = |g: usize| this_ref.groups[g].sparse_layouts > 0;
             let relisting = |g: usize| win_step && sparse::relists(this_ref.groups[g]);
+            // The record lane a step writes for a group that stays listed.
+            let step_records = if win_step { Lane::SparseWon } else { Lane::SparseRest };
             // A win step does not read a dense group's `lost`: its new wins
             // never fall on a lost state, so it takes undecided as `!won`
             // (`lost` zeroed; see DESIGN.md, "Win steps without `lost`").
@@ -1788,8 +1790,7 @@ fn step(
                     .filter(|&&g| sparse(g) && !is_turning(g))
                     .map(|&g| (g, this_ref.groups[g].sparse_layouts))
                     .collect();
-                let lane = if win_step { Lane::SparseWon } else { Lane::SparseRest };
-                own.store_sparse(disk, this_ref, pm, &listed, &[lane], io)?;
+                own.store_sparse(disk, this_ref, pm, &listed, &[step_records], io)?;
                 let turning: Vec<(usize, u32)> = turning.iter().copied().filter(|&(_, n)| n > 0).collect();
                 own.store_sparse(disk, this_ref, pm, &turning, &[Lane::SparseWon, Lane::SparseRest], io)?;
                 Ok::<(), SolveError>(())
@@ -1848,8 +1849,7 @@ fn step(
                     .chain(turning.iter().filter(|t| t.1 > 0).map(|&(g, n)| (g, Pick::Undecided, n)))
                     .collect();
                 records.sort_unstable_by_key(|r| r.0);
-                let lane = if win_step { Lane::SparseWon } else { Lane::SparseRest };
-                own.gather_sparse(this_ref, &pm, &records, lane);
+                own.gather_sparse(this_ref, &pm, &records, step_records);
                 Ok((pm, changed, turning))
             };
             for k in 0..jobs.len() {
