@@ -66,12 +66,12 @@ impl AlignedBuf {
         // Mappings start on a page, and pages are at least 4096 bytes.
         assert_eq!(map.as_ptr() as u64 % SEGMENT_ALIGN_BYTES, 0);
         if bytes >= HUGE_PAGE_BYTES {
-            // The kernels read a landing slice's blocks all over it: with
-            // 4 KiB pages nearly every block missed the TLB, and a 4v4
-            // step's prefetches waited on the page walks (8-men 4v4's
-            // steps computed 8-14% faster with huge pages,
-            // docs/BENCHMARKS.md, session 87). Only a hint: where the
-            // kernel gives none (disabled, or none free), nothing changes.
+            // The kernels read the window's buffers all over (a 4v4
+            // landing slice is 69 MB on average): with huge pages 8-men
+            // 4v4's steps computed 8-14% faster (docs/BENCHMARKS.md,
+            // session 87; which reads gained is not pinned down). Only a
+            // hint: where the kernel gives none (disabled, or none free),
+            // nothing changes.
             let _ = map.advise(memmap2::Advice::HugePage);
         }
         Ok(AlignedBuf { map })
