@@ -307,20 +307,23 @@ mod tests {
         GroupWords { won, lost, capture, held }
     }
 
+    /// The records of every undecided layout of `words` (placements of
+    /// `block_words` layouts), gathered into buffers of 7s (so that a test
+    /// sees the padding zeroed), and how many there are.
+    fn undecided_records(words: &[Vec<u32>; 4], block_words: usize) -> (Vec<u32>, Vec<u32>, u32) {
+        let len = words[0].len();
+        let (mut won_out, mut rest_out) = (vec![7; 2 * len + 1024], vec![7; 3 * len + 1024]);
+        let out = (Some(&mut won_out[..]), Some(&mut rest_out[..]));
+        let listed = gather(refs(words), Pick::Undecided, out, block_words, 0..len / block_words);
+        (won_out, rest_out, listed)
+    }
+
     #[test]
     fn records_round_trip_over_holes_and_over_the_dense_segments() {
         let (len, block_words) = (3000, 6);
         let before = group(len);
         let undecided = undecided_layouts(&before[0], &before[1]);
-        let words = before.clone();
-        let (mut won_out, mut rest_out) = (vec![7; 2 * len + 1024], vec![7; 3 * len + 1024]);
-        let listed = gather(
-            refs(&words),
-            Pick::Undecided,
-            (Some(&mut won_out), Some(&mut rest_out)),
-            block_words,
-            0..len / block_words,
-        );
+        let (won_out, rest_out, listed) = undecided_records(&before, block_words);
         assert_eq!(listed as u64, undecided);
         assert!(won_out[2 * listed as usize..won_bytes(listed) / 4].iter().all(|&w| w == 0));
 
@@ -405,14 +408,7 @@ mod tests {
             let hole = if is_listed(n) { 0 } else { ALL_CARD_STATES };
             (*won, *lost) = (hole, hole);
         }
-        let (mut won_out, mut rest_out) = (vec![0; 2 * len + 1024], vec![0; 3 * len + 1024]);
-        let listed = gather(
-            refs(&words),
-            Pick::Undecided,
-            (Some(&mut won_out), Some(&mut rest_out)),
-            block_words,
-            0..len / block_words,
-        );
+        let (won_out, _, listed) = undecided_records(&words, block_words);
         let live = |n: usize| (n - n % block_words..n - n % block_words + block_words).any(is_listed);
         let mut plane = vec![u32::MAX; len];
         clear_live(&won_out, listed, block_words, &mut plane);
@@ -424,9 +420,7 @@ mod tests {
     fn damaged_records_are_refused() {
         let len = 100;
         let words = group(len);
-        let (mut won_out, mut rest_out) = (vec![0; 2 * len + 1024], vec![0; 3 * len + 1024]);
-        let listed =
-            gather(refs(&words), Pick::Undecided, (Some(&mut won_out), Some(&mut rest_out)), 4, 0..words[0].len() / 4);
+        let (mut won_out, rest_out, listed) = undecided_records(&words, 4);
         assert!(listed >= 2);
         let mut out_of_order = won_out.clone();
         out_of_order.swap(0, 2);
