@@ -1932,10 +1932,7 @@ fn step(
                         next_read.wait();
                         let (helping, helping_cpu) = (Instant::now(), process_cpu());
                         if let Some(next) = next_job.get() {
-                            let threads = rayon::current_num_threads();
-                            (0..threads)
-                                .into_par_iter()
-                                .for_each(|_| next.help(this_ref, Some(&base), Some(&due_states())));
+                            next.help_on_workers(this_ref, Some(&base), Some(&due_states()));
                         }
                         let (helped, helped_cpu) = (Instant::now(), process_cpu());
                         times.computing += helped - helping;

@@ -363,8 +363,7 @@ impl OwnBuffers {
         due: Option<DueStates>,
     ) -> Result<(), SolveError> {
         let preparation = self.preparation(work, maps, due.is_some());
-        let threads = rayon::current_num_threads();
-        (0..threads).into_par_iter().for_each(|_| preparation.help(work, base, due.as_ref()));
+        preparation.help_on_workers(work, base, due.as_ref());
         preparation.finish()
     }
 
@@ -735,6 +734,11 @@ impl Preparation<'_> {
                 self.failed.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(error);
             }
         }
+    }
+
+    /// [`Preparation::help`] on every rayon worker, until none is left.
+    pub fn help_on_workers(&self, work: &Work, base: Option<&(dyn Fn(usize) -> Base + Sync)>, due: Option<&DueStates>) {
+        (0..rayon::current_num_threads()).into_par_iter().for_each(|_| self.help(work, base, due));
     }
 
     /// Once every group is laid out (every thread's [`Preparation::help`]
