@@ -1758,11 +1758,7 @@ fn step(
             // Lays out a loaded job on the workers (the compacted segments,
             // the sparse groups' records, the due states): the first job,
             // and each job with one window.
-            // A win step lays no `capture` or `held` of a group that stays
-            // listed, but where an event is due (see `Base::Holes`).
-            let base = |g: usize| {
-                if relisting(g) { Base::Dense } else { Base::Holes { block_words, all_planes: !win_step || due(g) } }
-            };
+            let base = |g: usize| if relisting(g) { Base::Dense } else { Base::Holes { block_words } };
             let prepare = |own: &mut OwnBuffers, maps: (&Packed, &Packed)| {
                 own.prepare(this_ref, maps, Some(&base), Some(due_states()))
             };

@@ -178,13 +178,9 @@ pub(super) fn gather(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Base {
     /// Holes (decided; what steps work with): `won` and `lost` all set,
-    /// and with `all_planes` `capture` and `held` clear, in the live
-    /// placements (of `block_words` layouts each: p * q) only. Without
-    /// `all_planes`, the group's `capture` and `held` words, the records'
-    /// included, are not laid at all: a win step reads `capture` only in
-    /// groups with a capture event due and `held` never, and it stores
-    /// neither for a group that stays listed.
-    Holes { block_words: usize, all_planes: bool },
+    /// `capture` and `held` clear, in the live placements (of this many
+    /// layouts each: p * q) only.
+    Holes { block_words: usize },
     /// As they are: the dense segments, read (finishing, relisting).
     Dense,
 }
@@ -211,63 +207,32 @@ pub(super) fn scatter(
     let mut next = 0usize;
     // The end of the placement laid as holes last.
     let mut laid_to = 0usize;
-    let all_planes = match base {
-        Base::Holes { all_planes, .. } => all_planes,
-        Base::Dense => true,
-    };
     for (record, rest) in records.zip(rests) {
         let n = record[0] as usize;
         let (won, lost) = (record[1], rest[0]);
         if n < next || n >= own.won.len() || won & lost != 0 || (won | lost) & !ALL_CARD_STATES != 0 {
             return Err(BadRecords);
         }
-        if let Base::Holes { block_words, .. } = base
+        if let Base::Holes { block_words } = base
             && n >= laid_to
         {
             // A group holds whole placements, so the placement ends
             // within it.
             let first = n - n % block_words;
             laid_to = first + block_words;
-            fill_placement(&mut own.won[first..laid_to], ALL_CARD_STATES);
-            fill_placement(&mut own.lost[first..laid_to], ALL_CARD_STATES);
-            if all_planes {
-                fill_placement(&mut own.capture[first..laid_to], 0);
-                fill_placement(&mut own.held[first..laid_to], 0);
-            }
+            own.won[first..laid_to].fill(ALL_CARD_STATES);
+            own.lost[first..laid_to].fill(ALL_CARD_STATES);
+            own.capture[first..laid_to].fill(0);
+            own.held[first..laid_to].fill(0);
             live(first);
         }
         next = n + 1;
         own.won[n] = won;
         own.lost[n] = lost;
-        if all_planes {
-            own.capture[n] = rest[1];
-            own.held[n] = rest[2];
-        }
+        own.capture[n] = rest[1];
+        own.held[n] = rest[2];
     }
     Ok(())
-}
-
-/// Sets every word of one placement's (`p * q` of them) to `word`: for the
-/// placement sizes of the largest materials of each size as a few vector
-/// stores, not a call to `memset` (which, with the fills of [`clear_live`],
-/// took about 5% of the samples of 8-men 4v4's steps at depths 51-54).
-#[inline(always)]
-fn fill_placement(words: &mut [u32], word: u32) {
-    #[inline(always)]
-    fn fixed<const N: usize>(words: &mut [u32], word: u32) {
-        let words: &mut [u32; N] = words.try_into().expect("a placement of N words");
-        *words = [word; N];
-    }
-    match words.len() {
-        4 => fixed::<4>(words, word),
-        6 => fixed::<6>(words, word),
-        9 => fixed::<9>(words, word),
-        12 => fixed::<12>(words, word),
-        16 => fixed::<16>(words, word),
-        20 => fixed::<20>(words, word),
-        25 => fixed::<25>(words, word),
-        _ => words.fill(word),
-    }
 }
 
 /// Clears the words of `plane` (one group's) in the placements
@@ -281,7 +246,7 @@ pub(super) fn clear_live(won_in: &[u32], listed: u32, block_words: usize, plane:
         if n >= cleared_to {
             let first = n - n % block_words;
             cleared_to = first + block_words;
-            fill_placement(&mut plane[first..cleared_to], 0);
+            plane[first..cleared_to].fill(0);
         }
     }
 }
@@ -304,7 +269,7 @@ pub(super) fn patch_won(
         }
         next = n + 1;
         if let Some(block) = blocks.mark(n) {
-            fill_placement(&mut won[block], ALL_CARD_STATES);
+            won[block].fill(ALL_CARD_STATES);
         }
         won[n] = record[1];
     }
@@ -368,15 +333,8 @@ mod tests {
         let stale = |plane: u32| 0x0246_8ACE + plane;
         let mut steps = [0, 1, 2, 3].map(|plane| vec![stale(plane); len]);
         let mut live = Vec::new();
-        scatter(
-            &won_out,
-            &rest_out,
-            listed,
-            view(&mut steps),
-            Base::Holes { block_words, all_planes: true },
-            |first| live.push(first),
-        )
-        .unwrap();
+        scatter(&won_out, &rest_out, listed, view(&mut steps), Base::Holes { block_words }, |first| live.push(first))
+            .unwrap();
         let is_listed = |n: usize| !(before[0][n] | before[1][n]) & ALL_CARD_STATES != 0;
         let mut expected_live: Vec<usize> = (0..len).filter(|&n| is_listed(n)).map(|n| n - n % block_words).collect();
         expected_live.dedup();
@@ -391,13 +349,6 @@ mod tests {
                 assert_eq!(words, [0, 1, 2, 3].map(stale));
             }
         }
-        // Without all planes: `won` and `lost` as before, `capture` and
-        // `held` not laid at all.
-        let mut won_lost_only = [0, 1, 2, 3].map(|plane| vec![stale(plane); len]);
-        let holes = Base::Holes { block_words, all_planes: false };
-        scatter(&won_out, &rest_out, listed, view(&mut won_lost_only), holes, |_| {}).unwrap();
-        assert_eq!(won_lost_only[..2], steps[..2]);
-        assert!(won_lost_only[2..].iter().zip([2, 3]).all(|(words, plane)| words.iter().all(|&w| w == stale(plane))));
         // Listed again from the holes' view of the live placements: the
         // same records, even for a listed layout decided since, and none
         // of the stale words.
@@ -447,19 +398,6 @@ mod tests {
     }
 
     #[test]
-    fn a_placement_is_filled_whole_and_alone_at_every_size() {
-        for p in 1..=5 {
-            for q in 1..=5 {
-                let block_words = p * q;
-                let mut words = vec![7u32; 3 * block_words];
-                fill_placement(&mut words[block_words..2 * block_words], ALL_CARD_STATES);
-                let expected = |n: usize| if n / block_words == 1 { ALL_CARD_STATES } else { 7 };
-                assert!((0..words.len()).all(|n| words[n] == expected(n)), "{p}v{q}");
-            }
-        }
-    }
-
-    #[test]
     fn clearing_the_live_placements_leaves_the_others_alone() {
         let (len, block_words) = (300, 12);
         // Holes but for one layout in 37.
@@ -493,7 +431,7 @@ mod tests {
         won_out[1] |= 1;
         for (won, rest) in [(&out_of_order, &rest_out), (&beyond, &rest_out), (&won_out, &overlapping)] {
             let mut target = group(len);
-            let holes = Base::Holes { block_words: 4, all_planes: true };
+            let holes = Base::Holes { block_words: 4 };
             assert_eq!(scatter(won, rest, listed, view(&mut target), holes, |_| {}), Err(BadRecords));
         }
         let mut flags = PlacementFlags::all_clear(1024, 4);

@@ -792,7 +792,7 @@ impl GroupSegments<'_> {
                 // Steps read `fresh` in the live placements only (and over
                 // holes only those of the group's are live).
                 match base {
-                    Base::Holes { block_words, .. } => {
+                    Base::Holes { block_words } => {
                         sparse::clear_live(won_in, listed, block_words, &mut rest_in[..layouts])
                     }
                     Base::Dense => rest_in[..sparse::rest_bytes(listed) / 4].fill(0),
