@@ -17,9 +17,10 @@
 # whole run does (default 0, every step); a turn may then go a step past
 # its last depth, and the next starts from its checkpoint.
 #
-# Reports, per 16 depths and in all, the sums of each arm's `--verbose`
-# step lines: computing / settling / waiting for I/O = wall, and the
-# storing and reading thread's busy time; then each arm's whole turns
+# Reports, per 16 depths, in all, and in all but the first step of each
+# turn (a new process's, which waits longer), the sums of each arm's
+# `--verbose` step lines: computing / settling / waiting for I/O = wall,
+# and the storing and reading thread's busy time; then each arm's whole turns
 # (resuming, steps and their checkpoints) and what of them falls outside
 # the step lines. The logs stay in WORKDIR/late.
 #
@@ -117,10 +118,12 @@ while [ "$now" -lt "$to" ]; do
   awk -v arm="$which" -v t0="$started" -v t1="$(date +%s.%N)" 'BEGIN { print arm, t1 - t0 }' >> "$logs/turns.txt"
   # Only the steps this turn was for: a run may finish one more before it
   # is killed, and the next turn does that one again.
+  # The first step of a turn is marked: it is a new process's first step,
+  # which waits longer than a step of a whole run does (see the summary).
   tr '\r' '\n' < "$logs/$turn.$which.log" | awk -v lo="$now" -v hi="$until" -v arm="$which" '
     / depth [0-9]+ plies, .*computing / {
       for (i = 1; i <= NF; i++) if ($i == "depth") d = $(i + 1)
-      if (d > lo && d <= hi) print arm, d, $0
+      if (d > lo && d <= hi) print arm, d, (n++ == 0 ? "first" : "later"), $0
     }' >> "$logs/steps.txt"
   after=$(depth_4v4)
   if [ "$after" -le "$now" ]; then
@@ -153,6 +156,9 @@ awk -v from="$from" '
     hi[r] = (d > hi[r] ? d : hi[r])
     C[arm, r] += c; S[arm, r] += s; W[arm, r] += w; B[arm, r] += b; N[arm, r]++
     C[arm, "all"] += c; S[arm, "all"] += s; W[arm, "all"] += w; B[arm, "all"] += b; N[arm, "all"]++
+    if ($3 == "later") {
+      C[arm, "later"] += c; S[arm, "later"] += s; W[arm, "later"] += w; B[arm, "later"] += b; N[arm, "later"]++
+    }
     if (r > last) last = r
   }
   function row(name, r,   a, t) {
@@ -168,6 +174,11 @@ awk -v from="$from" '
     print "|---|---|---|---|---|"
     for (r = 0; r <= last; r++) row(lo[r] "-" hi[r], r)
     row("all", "all")
+    # The first step of a new process pays for the first touch of the
+    # window and more (1.8-2.6 s of waiting at depths 15-55 of 4v4,
+    # against 0.3-0.8 s in the steps after; docs/BENCHMARKS.md, session
+    # 88): every turn starts with one, a whole run has one per pair.
+    row("all but the first step of each turn", "later")
     # Whole turns (resuming, the steps, their checkpoints): the step
     # lines leave out the checkpoints.
     printf "turns, wall: base %.1f s (%d turns), this %.1f s (%d turns), this / base %.3f\n", TW["base"], TN["base"], TW["this"], TN["this"], TW["this"] / TW["base"]
