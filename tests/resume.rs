@@ -218,7 +218,7 @@ fn resume_refuses_other_arguments_and_fresh_runs_refuse_old_work() {
     let root = tempfile::tempdir().unwrap();
     let work = root.path().join("w");
     fs::create_dir(&work).unwrap();
-    let checkpoint = r#"{"version":16,"run":"4 men, cards Boar,Crab,Elephant,Horse,Ox, no-move loss","finished":[]}"#;
+    let checkpoint = r#"{"version":17,"run":"4 men, cards Boar,Crab,Elephant,Horse,Ox, no-move loss","finished":[]}"#;
     fs::write(work.join("checkpoint.json"), checkpoint).unwrap();
     let run = |extra: &[&str]| {
         onitb()
@@ -235,10 +235,10 @@ fn resume_refuses_other_arguments_and_fresh_runs_refuse_old_work() {
     assert!(!other.status.success());
     assert!(String::from_utf8_lossy(&other.stderr).contains("not of these arguments"));
     // A work directory of an older onitb is named as such.
-    fs::write(work.join("checkpoint.json"), checkpoint.replace(r#""version":16"#, r#""version":15"#)).unwrap();
+    fs::write(work.join("checkpoint.json"), checkpoint.replace(r#""version":17"#, r#""version":16"#)).unwrap();
     let old = run(&["--resume"]);
     assert!(!old.status.success());
-    assert!(String::from_utf8_lossy(&old.stderr).contains("another version of onitb (checkpoint version 15"));
+    assert!(String::from_utf8_lossy(&old.stderr).contains("another version of onitb (checkpoint version 16"));
     assert!(!root.path().join("o").exists());
 }
 

@@ -35,8 +35,9 @@ pub const LOCK_FILE: &str = "lock";
 /// words: packed values say their width (`packed_values.rs`), a pair's
 /// record says whether it is in words and its groups' events past 255;
 /// 16: the frames of logs and schedules give their first layout,
-/// `entries.rs`.)
-const CHECKPOINT_VERSION: u32 = 16;
+/// `entries.rs`; 17: no `held` plane, so a group's slot byte has a bit
+/// less and its `SparseRest` records are (`lost`, `capture`) pairs.)
+const CHECKPOINT_VERSION: u32 = 17;
 
 #[derive(Debug, Error)]
 pub enum CheckpointError {
@@ -184,7 +185,7 @@ pub struct Checkpoint {
 /// The run as the checkpoint names it. `mirror_off`: a mirror-closed set
 /// solved without its mirror (tests only), whose work files an ordinary
 /// run must not resume (nor the other way round: a mirroring run leaves
-/// images' `held` and `capture` words stale).
+/// images' `capture` words stale).
 fn describe(rules: &Rules, max_per_side: usize, mirror_off: bool) -> String {
     let cards: Vec<&str> = rules.cards.cards().iter().map(|c| c.name).collect();
     let mirror = if mirror_off { ", every placement solved" } else { "" };
@@ -377,8 +378,8 @@ mod tests {
     }
 
     /// A run of a mirror-closed set that solved every placement is not
-    /// resumed by one that mirrors (whose images' `held` and `capture`
-    /// words are stale), nor the other way round.
+    /// resumed by one that mirrors (whose images' `capture` words are
+    /// stale), nor the other way round.
     #[test]
     fn mirroring_and_unmirrored_runs_do_not_resume_each_other() {
         let dir = tempfile::tempdir().unwrap();

@@ -2,16 +2,14 @@
 //! segments that hold only their words.
 //!
 //! With a mirror-closed card set, steps solve one placement of each mirror
-//! pair (`mirror`); the other's `held` and `capture` words are never read
-//! and stay zero (initialisation gives an image no `capture` bit, and only
-//! a placement's own loss step writes its `held`). A streamed pair stores
-//! those two lanes *compacted*: a group's segment in the work file holds
+//! pair (`mirror`); the other's `capture` words are never read and stay
+//! zero (initialisation gives an image no `capture` bit). A streamed pair
+//! stores that lane *compacted*: a group's segment in the work file holds
 //! the solved placements' words one after another, zero-padded to 4096
 //! bytes, about half the segment; loading lays them out again with zeros
 //! for the images, so the window and the kernels see the full segment.
-//! That is a fourth of what a loss step reads and writes, whose other
-//! lanes (`won`, the landing lane of the mirror's loss steps, and `lost`,
-//! which finishing reads) stay whole.
+//! The other lanes (`won`, the landing lane of the mirror's loss steps,
+//! and `lost`, which finishing reads) stay whole.
 //!
 //! Owns the solved-placement flags and the layout of a compacted segment;
 //! knows nothing of files or steps.

@@ -2229,7 +2229,6 @@ fn looked_at(input: &StepInput, place: &Placement) -> u8 {
 pub(super) struct LossLanes<'a> {
     pub lost: &'a mut [u32],
     pub fresh: &'a mut [u32],
-    pub held: &'a mut [u32],
     pub capture: &'a mut [u32],
     pub values: StepValues<'a>,
     pub won: &'a [u32],
@@ -2359,10 +2358,11 @@ impl<'i, 'l> VisitHalves<'l, 'i> for LossVisits<'_, 'i, 'l> {
             prefetch_words(own.lost, image_first, p * q);
         }
         own.values.prefetch_layouts(first, p * q);
-        let looked_layouts = layouts_with_opponent_masters(looked_at(input, &place), p, q);
-        let listing = listing(input, first_placement + i, open & looked_layouts != 0);
+        // Every open layout is looked at, whether its successors changed
+        // or not (see `fold`).
+        let listing = listing(input, first_placement + i, true);
         listed.list(moves, landing, &place, listing);
-        Some(ListedVisit { first, place, image, undecided, open, looked_layouts, listing })
+        Some(ListedVisit { first, place, image, undecided, open, looked_layouts: open, listing })
     }
 
     #[inline(always)]
@@ -2371,7 +2371,7 @@ impl<'i, 'l> VisitHalves<'l, 'i> for LossVisits<'_, 'i, 'l> {
         let (input, landing, loss_code) = (*input, *landing, *loss_code);
         let (moves, depth, p, q) = (input.moves, input.depth_plies, unit.p, unit.q);
         let slots = successor_slots(p, q);
-        let ListedVisit { first, place, image, undecided, open, looked_layouts, listing } = visit;
+        let ListedVisit { first, place, image, undecided, open, listing, .. } = visit;
         let flag = own.lane_start + first;
         let (all_won, no_move) =
             listed.fold_listed(moves, &place, listing, ALL_CARD_STATES, |all_won, word, states| {
@@ -2397,21 +2397,22 @@ impl<'i, 'l> VisitHalves<'l, 'i> for LossVisits<'_, 'i, 'l> {
                     report.modified = true;
                 }
             }
-            // Unchanged successors give the answer of two steps ago: only
-            // losses held back by a capture can be due now.
-            let looked = 0u32.wrapping_sub(looked_layouts >> j & 1);
+            // Every layout is folded, also where no successor changed since
+            // the last loss step: a loss held back then by a capture is
+            // found again, and lost once the capture has expired. (A
+            // `held` plane kept those losses for the layouts with no
+            // changed successor: at 6 men's 3v3, under 0.2% of the open
+            // layouts to depth 20, 1.1% at depth 38. Reading and writing
+            // it were 11-16% of the work-file traffic of 8-men 4v4's loss
+            // steps at depths 4-14; docs/BENCHMARKS.md, session 88.)
             let mut losses = moves.cards.all_held(all_won[slots[j] as usize]) & !no_move;
-            if looked != 0 && no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
+            if no_move & undecided != 0 && input.rules.no_move == NoMoveRule::Pass {
                 let word = pass_word(input, landing, &place, masters_of(q, j), ALL_CARD_STATES);
                 losses |= moves.cards.all_held(word) & no_move;
             }
-            let mut losses = (losses & looked | own.held[n] & !looked) & undecided;
             // Captures into later losses (or draws, or wins) hold the loss
             // back.
-            let held_back = losses & own.capture[n];
-            losses &= !held_back;
-            report.modified |= own.held[n] != held_back;
-            own.held[n] = held_back;
+            let losses = losses & undecided & !own.capture[n];
             losses_of[j] = losses;
             losing |= ((losses != 0) as u32) << j;
             report.undecided += (undecided & !losses).count_ones() as u64 * (1 + image.is_some() as u64);
@@ -2422,7 +2423,7 @@ impl<'i, 'l> VisitHalves<'l, 'i> for LossVisits<'_, 'i, 'l> {
             own.fresh[n] = losses;
             own.values.decide(n, losses, loss_code);
             decided(report, &mut sides.own, a, losses);
-            // The image's `held` and `capture` words are left as they
+            // The image's `capture` words are left as they
             // were: only the placement's own step reads them, and the
             // image is never solved.
             if let (Some(image), Some(mirror)) = (&image, input.mirror) {

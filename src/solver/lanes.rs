@@ -28,21 +28,19 @@ pub enum Lane {
     /// Undecided card states whose best capture still bounds them: a win
     /// still to fall due, a draw, or a loss deeper than the last loss step.
     Capture,
-    /// Card states whose loss is held back by a capture into a longer loss.
-    Held,
     /// Value bytes, 30 per layout.
     Values,
     /// A sparse group's own `won` words with their layout numbers (two u32
     /// per listed layout), in a segment laid out like a plane's: see
     /// `solver::sparse`.
     SparseWon,
-    /// A sparse group's own `lost`, `capture` and `held` words (three u32
-    /// per listed layout, in `SparseWon`'s order).
+    /// A sparse group's own `lost` and `capture` words (two u32 per listed
+    /// layout, in `SparseWon`'s order).
     SparseRest,
 }
 
 impl Lane {
-    pub const ALL: [Lane; 6] = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::Capture, Lane::Held, Lane::Values];
+    pub const ALL: [Lane; 5] = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::Capture, Lane::Values];
 
     pub fn bytes_per_layout(self) -> u64 {
         match self {
@@ -57,7 +55,6 @@ impl Lane {
             Lane::Lost => "lost",
             Lane::Fresh => "fresh",
             Lane::Capture => "capture",
-            Lane::Held => "held",
             Lane::Values => "values",
             Lane::SparseWon => "sparse-won",
             Lane::SparseRest => "sparse-rest",
@@ -166,7 +163,6 @@ pub struct ResidentLanes {
     pub lost: Vec<u32>,
     pub fresh: Vec<u32>,
     pub capture: Vec<u32>,
-    pub held: Vec<u32>,
     pub values: Vec<u8>,
     /// Per layout (indexed like the planes), the depth at which the next
     /// capture value of its undecided states falls due, [`NO_EVENT`] if
@@ -186,16 +182,15 @@ impl ResidentLanes {
             lost: plane(),
             fresh: plane(),
             capture: plane(),
-            held: plane(),
             values: zeroed(values.total_bytes() as usize),
             next_event: zeroed((planes.total_bytes() / 4) as usize),
         }
     }
 
-    /// Bytes of a material's resident lanes: the five planes, the values
+    /// Bytes of a material's resident lanes: the four planes, the values
     /// and `next_event`.
     pub fn bytes(planes: &LaneLayout, values: &LaneLayout) -> u64 {
-        5 * planes.total_bytes() + values.total_bytes() + planes.total_bytes() / 4
+        4 * planes.total_bytes() + values.total_bytes() + planes.total_bytes() / 4
     }
 
     /// The value lane; the planes are freed.

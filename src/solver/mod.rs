@@ -9,12 +9,11 @@
 //! in the other (the board is turned after each move). Captures land in
 //! smaller materials, which are final by then.
 //!
-//! Each layout has five 30-bit words (one bit per card state) and 30 value
+//! Each layout has four 30-bit words (one bit per card state) and 30 value
 //! bytes, kept in [`lanes`]: `won`, `lost`, `fresh` (lost in the last loss
-//! step), `capture` (the best capture, whose value is in the value byte,
-//! still bounds the state: a win not yet due, a draw, a loss deeper than
-//! the last loss step) and `held` (every quiet move loses but a capture
-//! holds the loss back). An undecided state's value byte holds the best
+//! step) and `capture` (the best capture, whose value is in the value
+//! byte, still bounds the state: a win not yet due, a draw, a loss deeper
+//! than the last loss step). An undecided state's value byte holds the best
 //! value reachable by captures alone (0 if there is none).
 //!
 //! The solver runs steps by depth d = 1, 2, 3, ... Odd steps decide wins in
@@ -383,7 +382,7 @@ struct Work {
     fresh_placements: Option<PlacementFlags>,
     /// A mirror-closed set: the placements steps solve (not the images of
     /// earlier ones, see `mirror`). Resident steps walk only those;
-    /// streamed pairs store their `held` and `capture` compacted to them
+    /// streamed pairs store their `capture` compacted to them
     /// (`compact`).
     solved: Option<SolvedPlacements>,
     /// Resident: the placements the steps walk, a flag per placement
@@ -882,7 +881,6 @@ struct Own<'a> {
     lost: &'a mut [u32],
     fresh: &'a mut [u32],
     capture: &'a mut [u32],
-    held: &'a mut [u32],
     values: &'a mut [u8],
     /// Bytes per state of `values`.
     width: ValueWidth,
@@ -1108,70 +1106,61 @@ fn run_step(
     } else {
         let lost = carve_mut(own.lost, plane_ranges());
         let fresh = carve_mut(own.fresh, plane_ranges());
-        let held = carve_mut(own.held, plane_ranges());
         let capture = carve_mut(own.capture, plane_ranges());
         let won = &*own.won;
         let (target, region) = landing_in.unwrap_or((index, ReadRegion { map: plane_map, data: won }));
         let input = &StepInput { landing_lane: region.data, ..*input };
-        let slices: Vec<_> = lost.into_iter().zip(fresh).zip(held).zip(capture).zip(values).zip(due_states).collect();
-        let done = in_landing_order(
-            index,
-            units,
-            slices,
-            |u, (((((lost, fresh), held), capture), mut values), due_states)| {
-                let (g, start, end) = u;
-                let group = &index.groups()[g];
-                let r = unit_elements(plane_map, index, u, 1);
-                let own = kernel::LossLanes {
-                    lost,
-                    fresh: &mut *fresh,
-                    held,
-                    capture,
-                    values: step_values(mode, g, (&mut *values.0, values.1.as_deref_mut()), due_states),
-                    won: &won[r.clone()],
-                    capture_due: due(g),
-                    lane_start: r.start,
-                    live: own_live,
-                    drop_decided: matches!(mode, ValueMode::Written(_)),
-                    images_lost: !matches!(mode, ValueMode::Written(_)),
-                };
-                let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
-                let report = match fan_out(u) {
-                    None => kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own),
-                    Some((parts, ranges)) => {
-                        let kernel::LossLanes { lost, fresh, held, capture, drop_decided, images_lost, .. } = own;
-                        let part_lanes: Vec<_> = (carve_mut(&mut *lost, ranges.iter().cloned()).into_iter())
-                            .zip(carve_mut(&mut *fresh, ranges.iter().cloned()))
-                            .zip(carve_mut(held, ranges.iter().cloned()))
-                            .zip(carve_mut(capture, ranges.iter().cloned()))
-                            .zip(&ranges)
-                            .collect();
-                        let report = (parts.par_iter().zip(part_lanes))
-                            .map(|(&(_, start, end), ((((lost, fresh), held), capture), range))| {
-                                let own = kernel::LossLanes {
-                                    lost,
-                                    fresh,
-                                    held,
-                                    capture,
-                                    values: StepValues::Logged(due(g).then(|| &due_states[range.clone()])),
-                                    won: &won[r.start + range.start..r.start + range.end],
-                                    capture_due: due(g),
-                                    lane_start: r.start + range.start,
-                                    live: own_live,
-                                    drop_decided,
-                                    images_lost,
-                                };
-                                kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own)
-                            })
-                            .reduce(UnitReport::default, UnitReport::merge);
-                        mirror_decisions(u, (lost, fresh), true);
-                        report
-                    }
-                };
-                let encoded = encode_early(u, &report, fresh, values.0);
-                (report, encoded)
-            },
-        );
+        let slices: Vec<_> = lost.into_iter().zip(fresh).zip(capture).zip(values).zip(due_states).collect();
+        let done = in_landing_order(index, units, slices, |u, ((((lost, fresh), capture), mut values), due_states)| {
+            let (g, start, end) = u;
+            let group = &index.groups()[g];
+            let r = unit_elements(plane_map, index, u, 1);
+            let own = kernel::LossLanes {
+                lost,
+                fresh: &mut *fresh,
+                capture,
+                values: step_values(mode, g, (&mut *values.0, values.1.as_deref_mut()), due_states),
+                won: &won[r.clone()],
+                capture_due: due(g),
+                lane_start: r.start,
+                live: own_live,
+                drop_decided: matches!(mode, ValueMode::Written(_)),
+                images_lost: !matches!(mode, ValueMode::Written(_)),
+            };
+            let landing = Landing::new(group, target, false, 0x1f, |g| region.segment(g));
+            let report = match fan_out(u) {
+                None => kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own),
+                Some((parts, ranges)) => {
+                    let kernel::LossLanes { lost, fresh, capture, drop_decided, images_lost, .. } = own;
+                    let part_lanes: Vec<_> = (carve_mut(&mut *lost, ranges.iter().cloned()).into_iter())
+                        .zip(carve_mut(&mut *fresh, ranges.iter().cloned()))
+                        .zip(carve_mut(capture, ranges.iter().cloned()))
+                        .zip(&ranges)
+                        .collect();
+                    let report = (parts.par_iter().zip(part_lanes))
+                        .map(|(&(_, start, end), (((lost, fresh), capture), range))| {
+                            let own = kernel::LossLanes {
+                                lost,
+                                fresh,
+                                capture,
+                                values: StepValues::Logged(due(g).then(|| &due_states[range.clone()])),
+                                won: &won[r.start + range.start..r.start + range.end],
+                                capture_due: due(g),
+                                lane_start: r.start + range.start,
+                                live: own_live,
+                                drop_decided,
+                                images_lost,
+                            };
+                            kernel::loss_step(input, Unit { group, p, q, start, end }, &landing, own)
+                        })
+                        .reduce(UnitReport::default, UnitReport::merge);
+                    mirror_decisions(u, (lost, fresh), true);
+                    report
+                }
+            };
+            let encoded = encode_early(u, &report, fresh, values.0);
+            (report, encoded)
+        });
         reports_and_early(units, done)
     }
 }
@@ -1383,7 +1372,6 @@ fn own_resident<'a>(
         lost: &mut lanes.lost,
         fresh: &mut lanes.fresh,
         capture: &mut lanes.capture,
-        held: &mut lanes.held,
         values: &mut lanes.values,
         width,
         due: &mut [],
@@ -1621,8 +1609,8 @@ fn step(
             let target_slices = MoverSlices::new(&target.index);
             let landing_lane = if depth % 2 == 1 { Lane::Fresh } else { Lane::Won };
             // A win step looks at `capture` only in groups with a capture
-            // event due; a loss step looks at held losses and at every
-            // `capture` bit (it holds losses back). A loss step rewrites
+            // event due; a loss step looks at every `capture` bit (it holds
+            // losses back). A loss step rewrites
             // every layout's `fresh`, so it need not read it, and a win step
             // uses it for its new wins. `capture` changes only where an
             // event is due.
@@ -1640,12 +1628,11 @@ fn step(
                 Lane::Won if !sparse(g) || relisting(g) => PlaneLoad::Read,
                 Lane::Lost if (!sparse(g) && !win_step) || relisting(g) => PlaneLoad::Read,
                 Lane::Capture if !sparse(g) && (!win_step || due(g)) => PlaneLoad::Read,
-                Lane::Held if !sparse(g) && !win_step => PlaneLoad::Read,
                 Lane::SparseWon | Lane::SparseRest => PlaneLoad::Read,
                 // Nothing in a win step reads or stores a dense group's
-                // `held`, nor its `capture` where no event is due (a
-                // relisting group's are laid from its records).
-                Lane::Held | Lane::Capture if win_step && !sparse(g) => PlaneLoad::Left,
+                // `capture` where no event is due (a relisting group's is
+                // laid from its records).
+                Lane::Capture if win_step && !sparse(g) => PlaneLoad::Left,
                 _ => PlaneLoad::Zeroed,
             };
             let input = StepInput {
@@ -1780,7 +1767,6 @@ fn step(
                     own.store(disk, this_ref, pm, &[Lane::Won, Lane::Lost], is_turning, io)?;
                 } else {
                     own.store(disk, this_ref, pm, &[Lane::Lost], dense, io)?;
-                    own.store(disk, this_ref, pm, &[Lane::Held], staying_dense, io)?;
                     let capture_changed = |g| staying_dense(g) && due(g);
                     own.store(disk, this_ref, pm, &[Lane::Capture], capture_changed, io)?;
                 }
@@ -2291,16 +2277,15 @@ fn finish(
             }
             let Storage::OnDisk(files) = &work.storage else { unreachable!("streamed") };
             files.release_for_finishing()?;
-            // Finishing reads no `held` or `capture`, compacted or not, and
+            // Finishing reads no `capture`, compacted or not, and
             // its peak is the table's: give the flags back.
             work.solved = None;
             let dir = files.dir().to_path_buf();
             let mut packer = PackedWriter::create(&dir, work.index.material, &work.values)?;
             // No values exist yet: every byte comes from the planes, then
             // the log. A sparse group's planes are its dense segments with
-            // its records over them. Nothing reads `fresh`, `capture` or
-            // `held`: they are left as they were, not zeroed (at 8 men 39
-            // MB a 4v4 batch).
+            // its records over them. Nothing reads `fresh` or `capture`:
+            // they are left as they were, not zeroed.
             let lanes = &[Lane::Won, Lane::Lost, Lane::SparseWon, Lane::SparseRest][..];
             let load = (lanes, PlaneLoad::Left, ValueSegments::Untouched);
             let stages = window.owns.len();
@@ -3009,7 +2994,7 @@ fn streamed_window(
     let (stages, fixed) = if budget >= two { (2, two) } else { (1, minimum) };
     // Share what is left over (less what the caller keeps for itself, out
     // of what is left) between the windows' buffers, 4 bytes per layout for
-    // each plane (five lanes and the due states) and 30 or 60 for the
+    // each plane (four lanes and the due states) and 30 or 60 for the
     // values.
     let left = budget - fixed - reserved.min(budget - fixed);
     let layout_bytes = (CARD_STATES * width.bytes()) as u64;

@@ -1,13 +1,13 @@
 //! Sparse own planes: a streamed group whose undecided layouts have become
-//! few keeps its own `won`, `lost`, `capture` and `held` words for those
-//! layouts only, so that a step reads and writes a few bytes per undecided
-//! layout instead of 8 to 16 per layout of the group.
+//! few keeps its own `won`, `lost` and `capture` words for those layouts
+//! only, so that a step reads and writes a few bytes per undecided layout
+//! instead of 8 to 12 per layout of the group.
 //!
 //! Owns the record format and the rules for when a group turns sparse and
 //! relists; knows nothing of files, windows or steps.
 //!
-//! A group turns sparse at a loss step (the only step that holds all four
-//! planes in its window) once at most 1 in [`MAX_UNDECIDED_SHARE`] of its
+//! A group turns sparse at a loss step (the only step that holds all three
+//! stored planes in its window) once at most 1 in [`MAX_UNDECIDED_SHARE`] of its
 //! layouts has an undecided state. The layouts listed then stay listed,
 //! decided or not, until the group relists at a win step with the dense
 //! planes read ([`RELIST_SHARE`]): the group's dense `won` and `lost`
@@ -26,7 +26,7 @@
 //! Records live in two stored lanes laid out like a plane (so a group's
 //! records fit its plane segment, see [`converts`]): `SparseWon` holds
 //! (layout number, `won`) pairs in increasing layout order, `SparseRest`
-//! (`lost`, `capture`, `held`) triples in the same order. Win steps write
+//! (`lost`, `capture`) pairs in the same order. Win steps write
 //! only the first, loss steps only the second, so a loss step can read the
 //! landing groups' `won` records while it rewrites its own others.
 
@@ -35,12 +35,13 @@ use super::lanes::SEGMENT_ALIGN_BYTES;
 use crate::rules::ALL_CARD_STATES;
 
 /// A group turns sparse once at most one layout in this many has an
-/// undecided state. Then a step's own reads are at most 20 / 4 = 5 bytes
-/// per layout of the group (a dense loss step reads 16, a win step 8), and
+/// undecided state. Then a step's own reads are at most 16 / 4 = 4 bytes
+/// per layout of the group (a dense loss step reads 12, a win step 4 or 8), and
 /// a loss step of the mirror reads at most 2 more per layout on top of the
 /// landing `won` segment's 4. The layouts listed then stay listed until
 /// the group relists ([`RELIST_SHARE`]). Work files read + written at 6 men
-/// with `--mem 32MiB` (GiB, docs/BENCHMARKS.md): without relisting 33.6 at
+/// with `--mem 32MiB` (GiB, docs/BENCHMARKS.md; records of 20 bytes then,
+/// with a `held` word): without relisting 33.6 at
 /// 3, 28.9 at 5, 27.4 at 8, 27.3 at 12, 28.2 at 20; with it 23.8 at 3,
 /// 23.8 at 4, 24.1 at 5, 25.2 at 8; 49.2 with no sparse groups.
 pub(super) const MAX_UNDECIDED_SHARE: u64 = 4;
@@ -63,8 +64,8 @@ pub(super) fn relists(group: super::GroupState) -> bool {
 
 /// Words per layout of a `SparseWon` record: layout number, `won`.
 const WON_WORDS: usize = 2;
-/// Words per layout of a `SparseRest` record: `lost`, `capture`, `held`.
-const REST_WORDS: usize = 3;
+/// Words per layout of a `SparseRest` record: `lost`, `capture`.
+const REST_WORDS: usize = 2;
 
 /// Bytes of a group's `SparseWon` records as read and written (padded for
 /// O_DIRECT).
@@ -101,7 +102,6 @@ pub(super) struct GroupWords<'a> {
     pub won: &'a mut [u32],
     pub lost: &'a mut [u32],
     pub capture: &'a mut [u32],
-    pub held: &'a mut [u32],
 }
 
 /// Which layouts a group's records list.
@@ -119,7 +119,7 @@ pub(super) enum Pick {
 /// is zeroed), either of which may be left out (`None`: a step stores only
 /// its own lane of a group that stays listed), and returns how many there
 /// are.
-/// `own` is the group's `won`, `lost`, `capture` and `held` words; only the
+/// `own` is the group's `won`, `lost` and `capture` words; only the
 /// placements (`block_words` layouts each) `live` gives (their numbers in
 /// the group, increasing) are looked at (with [`Pick::Listed`], the others'
 /// words are not the group's), e.g. from
@@ -129,13 +129,13 @@ pub(super) enum Pick {
 /// most placements of a sparse group are live, as it lists up to a
 /// quarter of its layouts.)
 pub(super) fn gather(
-    own: [&[u32]; 4],
+    own: [&[u32]; 3],
     pick: Pick,
     (mut won_out, mut rest_out): (Option<&mut [u32]>, Option<&mut [u32]>),
     block_words: usize,
     live: impl IntoIterator<Item = usize>,
 ) -> u32 {
-    let [own_won, own_lost, own_capture, own_held] = own;
+    let [own_won, own_lost, own_capture] = own;
     debug_assert!(own_won.len().is_multiple_of(block_words), "a group holds whole placements");
     assert!(block_words <= 32, "a placement's picks fit a u32");
     let picked = |won: u32, lost: u32| match pick {
@@ -158,7 +158,7 @@ pub(super) fn gather(
                 won_out[WON_WORDS * listed..WON_WORDS * (listed + 1)].copy_from_slice(&[n as u32, own_won[n]]);
             }
             if let Some(rest_out) = rest_out.as_deref_mut() {
-                let rest = [own_lost[n], own_capture[n], own_held[n]];
+                let rest = [own_lost[n], own_capture[n]];
                 rest_out[REST_WORDS * listed..REST_WORDS * (listed + 1)].copy_from_slice(&rest);
             }
             listed += 1;
@@ -178,8 +178,8 @@ pub(super) fn gather(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Base {
     /// Holes (decided; what steps work with): `won` and `lost` all set,
-    /// `capture` and `held` clear, in the live placements (of this many
-    /// layouts each: p * q) only.
+    /// `capture` clear, in the live placements (of this many layouts each:
+    /// p * q) only.
     Holes { block_words: usize },
     /// As they are: the dense segments, read (finishing, relisting).
     Dense,
@@ -223,14 +223,12 @@ pub(super) fn scatter(
             own.won[first..laid_to].fill(ALL_CARD_STATES);
             own.lost[first..laid_to].fill(ALL_CARD_STATES);
             own.capture[first..laid_to].fill(0);
-            own.held[first..laid_to].fill(0);
             live(first);
         }
         next = n + 1;
         own.won[n] = won;
         own.lost[n] = lost;
         own.capture[n] = rest[1];
-        own.held[n] = rest[2];
     }
     Ok(())
 }
@@ -282,7 +280,7 @@ mod tests {
     use super::*;
 
     /// A group of `len` layouts: holes, decided layouts and undecided ones.
-    fn group(len: usize) -> [Vec<u32>; 4] {
+    fn group(len: usize) -> [Vec<u32>; 3] {
         let layout = |n: usize| {
             let (won, lost) = match n % 7 {
                 0 => (ALL_CARD_STATES, ALL_CARD_STATES),
@@ -292,27 +290,27 @@ mod tests {
                 _ => (0, n as u32 & 0xFF),
             };
             let capture = (n as u32).wrapping_mul(0x9E37_79B9) & ALL_CARD_STATES & !(won | lost);
-            [won, lost, capture, capture & 0x5555_5555]
+            [won, lost, capture]
         };
-        let layouts: Vec<[u32; 4]> = (0..len).map(layout).collect();
-        [0, 1, 2, 3].map(|plane| layouts.iter().map(|words| words[plane]).collect())
+        let layouts: Vec<[u32; 3]> = (0..len).map(layout).collect();
+        [0, 1, 2].map(|plane| layouts.iter().map(|words| words[plane]).collect())
     }
 
-    fn refs(words: &[Vec<u32>; 4]) -> [&[u32]; 4] {
-        [&words[0], &words[1], &words[2], &words[3]]
+    fn refs(words: &[Vec<u32>; 3]) -> [&[u32]; 3] {
+        [&words[0], &words[1], &words[2]]
     }
 
-    fn view(words: &mut [Vec<u32>; 4]) -> GroupWords<'_> {
-        let [won, lost, capture, held] = words;
-        GroupWords { won, lost, capture, held }
+    fn view(words: &mut [Vec<u32>; 3]) -> GroupWords<'_> {
+        let [won, lost, capture] = words;
+        GroupWords { won, lost, capture }
     }
 
     /// The records of every undecided layout of `words` (placements of
     /// `block_words` layouts), gathered into buffers of 7s (so that a test
     /// sees the padding zeroed), and how many there are.
-    fn undecided_records(words: &[Vec<u32>; 4], block_words: usize) -> (Vec<u32>, Vec<u32>, u32) {
+    fn undecided_records(words: &[Vec<u32>; 3], block_words: usize) -> (Vec<u32>, Vec<u32>, u32) {
         let len = words[0].len();
-        let (mut won_out, mut rest_out) = (vec![7; 2 * len + 1024], vec![7; 3 * len + 1024]);
+        let (mut won_out, mut rest_out) = (vec![7; 2 * len + 1024], vec![7; 2 * len + 1024]);
         let out = (Some(&mut won_out[..]), Some(&mut rest_out[..]));
         let listed = gather(refs(words), Pick::Undecided, out, block_words, 0..len / block_words);
         (won_out, rest_out, listed)
@@ -331,7 +329,7 @@ mod tests {
         // hold the listed layouts as they were, the others of them as
         // holes; the other placements are left alone.
         let stale = |plane: u32| 0x0246_8ACE + plane;
-        let mut steps = [0, 1, 2, 3].map(|plane| vec![stale(plane); len]);
+        let mut steps = [0, 1, 2].map(|plane| vec![stale(plane); len]);
         let mut live = Vec::new();
         scatter(&won_out, &rest_out, listed, view(&mut steps), Base::Holes { block_words }, |first| live.push(first))
             .unwrap();
@@ -340,13 +338,13 @@ mod tests {
         expected_live.dedup();
         assert_eq!(live, expected_live);
         for n in 0..len {
-            let words = [steps[0][n], steps[1][n], steps[2][n], steps[3][n]];
+            let words = [steps[0][n], steps[1][n], steps[2][n]];
             if is_listed(n) {
-                assert_eq!(words, [0, 1, 2, 3].map(|i| before[i][n]));
+                assert_eq!(words, [0, 1, 2].map(|i| before[i][n]));
             } else if live.contains(&(n - n % block_words)) {
-                assert_eq!(words, [ALL_CARD_STATES, ALL_CARD_STATES, 0, 0]);
+                assert_eq!(words, [ALL_CARD_STATES, ALL_CARD_STATES, 0]);
             } else {
-                assert_eq!(words, [0, 1, 2, 3].map(stale));
+                assert_eq!(words, [0, 1, 2].map(stale));
             }
         }
         // Listed again from the holes' view of the live placements: the
@@ -354,7 +352,7 @@ mod tests {
         // of the stale words.
         steps[0][4] = ALL_CARD_STATES;
         steps[1][4] = 0;
-        let (mut again_won, mut again_rest) = (vec![0; 2 * len + 1024], vec![0; 3 * len + 1024]);
+        let (mut again_won, mut again_rest) = (vec![0; 2 * len + 1024], vec![0; 2 * len + 1024]);
         let live_placements = live.iter().map(|first| first / block_words);
         let again = gather(
             refs(&steps),
@@ -367,7 +365,7 @@ mod tests {
         assert_eq!(again_won[..4], [3, won_out[1], 4, ALL_CARD_STATES]);
         // Either lane alone: the same records in it, the other untouched.
         for (want_won, want_rest) in [(true, false), (false, true)] {
-            let (mut won, mut rest) = (vec![0; 2 * len + 1024], vec![0; 3 * len + 1024]);
+            let (mut won, mut rest) = (vec![0; 2 * len + 1024], vec![0; 2 * len + 1024]);
             let out = (want_won.then_some(&mut won[..]), want_rest.then_some(&mut rest[..]));
             let live_placements = live.iter().map(|first| first / block_words);
             assert_eq!(gather(refs(&steps), Pick::Listed, out, block_words, live_placements), listed);
@@ -447,6 +445,6 @@ mod tests {
         assert!(!converts(0, 1000, segment));
         // Padding: 1 record takes a whole 4 KiB block.
         assert!(converts(1, 10, 4096));
-        assert!(fits(341, 4096) && !fits(342, 4096));
+        assert!(fits(512, 4096) && !fits(513, 4096));
     }
 }

@@ -1,5 +1,5 @@
 //! The memory a streamed pair is solved in, allocated once from the budget:
-//! windows of own group segments (five planes, the values, a plane of due
+//! windows of own group segments (four planes, the values, a plane of due
 //! states filled from the capture schedule) and slice
 //! buffers for landing (or captured) slices, and the reads and writes that
 //! move segments between them and the work files.
@@ -58,12 +58,13 @@ pub(super) enum ValueSegments {
 /// to share a window's segments evenly.
 const ZEROING_PIECE_BYTES: usize = 1 << 20;
 
-/// Plane buffers of a window: the five plane lanes and the due states.
-pub(super) const WINDOW_PLANES: u64 = 6;
+/// Plane buffers of a window: the four plane lanes and the due states.
+pub(super) const WINDOW_PLANES: u64 = 5;
 
-/// The plane lanes a window holds a buffer of, in buffer order (the sixth
+/// The plane lanes a window holds a buffer of, in buffer order (the fifth
 /// plane buffer is `due`). All but `fresh` are stored in work files.
-pub(super) const WINDOW_LANES: [Lane; 5] = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::Capture, Lane::Held];
+pub(super) const WINDOW_LANES: [Lane; 4] = [Lane::Won, Lane::Lost, Lane::Fresh, Lane::Capture];
+const _: () = assert!(WINDOW_PLANES == WINDOW_LANES.len() as u64 + 1, "the lanes and `due`");
 
 /// The plane buffer of `lane` (one of [`WINDOW_LANES`]).
 fn buffer_of(lane: Lane) -> usize {
@@ -75,8 +76,8 @@ fn buffer_of(lane: Lane) -> usize {
 const FRESH_BUFFER: usize = 2;
 const _: () = assert!(matches!(WINDOW_LANES[FRESH_BUFFER], Lane::Fresh));
 
-/// One window: a batch's segments of the five planes (won, lost, fresh,
-/// capture, held) and of the values, and a plane of due states (no lane:
+/// One window: a batch's segments of the four planes (won, lost, fresh,
+/// capture) and of the values, and a plane of due states (no lane:
 /// filled from the capture schedule by streamed steps).
 pub(super) struct OwnBuffers {
     planes: Vec<AlignedBuf>,
@@ -107,7 +108,7 @@ pub(super) struct Window {
 }
 
 impl Window {
-    /// One window (of six `plane_bytes` and one `value_bytes` buffer) and
+    /// One window (of five `plane_bytes` and one `value_bytes` buffer) and
     /// slice buffer per element of `slice_bytes` (1 or 2), of those sizes,
     /// for a pair whose placements have `block_words` layouts (p * q).
     pub fn new(
@@ -119,7 +120,8 @@ impl Window {
         let mut owns = Vec::new();
         let mut slices = Vec::new();
         for &slice_bytes in slice_bytes {
-            let planes = (0..5).map(|_| AlignedBuf::zeroed(plane_bytes as usize)).collect::<Result<_, _>>()?;
+            let planes =
+                WINDOW_LANES.iter().map(|_| AlignedBuf::zeroed(plane_bytes as usize)).collect::<Result<_, _>>()?;
             let (values, due) = (AlignedBuf::zeroed(value_bytes as usize)?, AlignedBuf::zeroed(plane_bytes as usize)?);
             let live = PlacementFlags::all_set(plane_bytes as usize / 4, block_words);
             let (compacted, width) = (Vec::new(), ValueWidth::Byte);
@@ -301,7 +303,7 @@ impl OwnBuffers {
                     },
                     // A sparse group whose dense planes are not read gets
                     // all four from `prepare` (holes and records).
-                    (Lane::Won | Lane::Lost | Lane::Capture | Lane::Held, _)
+                    (Lane::Won | Lane::Lost | Lane::Capture, _)
                         if work.groups[g].sparse_layouts > 0 && reads(Lane::Won, g) != PlaneLoad::Read =>
                     {
                         debug_assert_ne!(reads(lane, g), PlaneLoad::Read);
@@ -317,7 +319,7 @@ impl OwnBuffers {
                     Some(true) => {
                         let span = layout.span(g..g + 1);
                         let bytes = match (&work.solved, lane) {
-                            (Some(solved), Lane::Held | Lane::Capture) => {
+                            (Some(solved), Lane::Capture) => {
                                 self.compacted.push((lane, g));
                                 solved.stored_bytes(g)
                             }
@@ -384,9 +386,7 @@ impl OwnBuffers {
         let padded =
             |(g, range): &(usize, Range<usize>)| range.start..range.start + padded_len(&work.planes, *g) as usize / 4;
         let ranges: Vec<Range<usize>> = plane_map.entries.iter().map(padded).collect();
-        let [won, lost, fresh, capture, held] = &mut self.planes[..] else {
-            unreachable!("a window has five plane lanes")
-        };
+        let [won, lost, fresh, capture] = &mut self.planes[..] else { unreachable!("a window has four plane lanes") };
         fn carve<'b>(buffer: &'b mut AlignedBuf, ranges: &[Range<usize>]) -> std::vec::IntoIter<&'b mut [u32]> {
             carve_mut(buffer.words_mut(), ranges.iter().cloned()).into_iter()
         }
@@ -394,7 +394,7 @@ impl OwnBuffers {
             segments.next().expect("a segment per group")
         }
         let (mut won, mut lost, mut fresh) = (carve(won, &ranges), carve(lost, &ranges), carve(fresh, &ranges));
-        let (mut capture, mut held) = (carve(capture, &ranges), carve(held, &ranges));
+        let mut capture = carve(capture, &ranges);
         let mut due_words = carve(&mut self.due, &ranges);
         // Values are carved only for the schedule's chunks: finishing may
         // have lent the buffer out (`swap_values`).
@@ -404,9 +404,9 @@ impl OwnBuffers {
         });
         let mut groups = Vec::with_capacity(plane_map.entries.len());
         for &(g, ref range) in &plane_map.entries {
-            let planes = [next(&mut won), next(&mut lost), next(&mut fresh), next(&mut capture), next(&mut held)];
+            let planes = [next(&mut won), next(&mut lost), next(&mut fresh), next(&mut capture)];
             let room = rooms.as_mut().map(|rooms| rooms.next().expect("a value segment per group"));
-            let compacted = [compacted(g, Lane::Capture), compacted(g, Lane::Held)];
+            let compacted = compacted(g, Lane::Capture);
             groups.push(GroupSegments { g, first: range.start, planes, due: next(&mut due_words), room, compacted });
         }
         // Taken from the back: the largest first, so that no thread is
@@ -437,9 +437,7 @@ impl OwnBuffers {
     /// stores. The groups (increasing) are gathered in parallel.
     pub fn gather_sparse(&mut self, work: &Work, plane_map: &Packed, groups: &[(usize, Pick, u32)], listed_lane: Lane) {
         assert!(matches!(listed_lane, Lane::SparseWon | Lane::SparseRest), "records are stored in the sparse lanes");
-        let [won, lost, fresh, capture, held] = &mut self.planes[..] else {
-            unreachable!("a window has five plane lanes")
-        };
+        let [won, lost, fresh, capture] = &mut self.planes[..] else { unreachable!("a window has four plane lanes") };
         // Records and their padding go to the padded segments.
         let padded = |g: usize| {
             let start = plane_map.elements(g).start;
@@ -447,7 +445,7 @@ impl OwnBuffers {
         };
         let won_out = carve_mut(self.due.words_mut(), groups.iter().map(|&(g, ..)| padded(g)));
         let rest_out = carve_mut(fresh.words_mut(), groups.iter().map(|&(g, ..)| padded(g)));
-        let own_planes = [&*won, &*lost, &*capture, &*held];
+        let own_planes = [&*won, &*lost, &*capture];
         let live = &self.live;
         groups.par_iter().zip(won_out).zip(rest_out).for_each(|((&(g, pick, expected), won_out), rest_out)| {
             let range = plane_map.elements(g);
@@ -510,7 +508,7 @@ impl OwnBuffers {
             for (g, range) in plane_map.entries.iter().filter(|(g, _)| changed(*g)) {
                 let len = padded_len(&work.planes, *g) as usize;
                 let from = &self.planes[i].bytes()[range.start * 4..range.start * 4 + len];
-                // A segment of zeros (of `held` or `capture`, say) is
+                // A segment of zeros (of `capture`, say) is
                 // stored as a hole: no disk, no write. Nothing of
                 // this segment is queued (a pass writes a group once and
                 // drains before the next pass), so the punch cannot race a
@@ -527,7 +525,7 @@ impl OwnBuffers {
                 match (&work.solved, lane) {
                     // Only the solved placements' words: the images' are
                     // zero (`compact`).
-                    (Some(solved), Lane::Held | Lane::Capture) => {
+                    (Some(solved), Lane::Capture) => {
                         let (words, origin) = (&self.planes[i].words()[range.clone()], (offset / 4) as usize);
                         debug_assert!(solved.images_are_zero(words, origin), "{} of group {g}", lane.name());
                         let runs = solved.solved_runs(origin, range.len());
@@ -626,9 +624,7 @@ impl OwnBuffers {
 
     /// The window as the own lanes of a batch.
     pub fn own<'a>(&'a mut self, pm: &'a Packed, vm: &'a Packed) -> Own<'a> {
-        let [won, lost, fresh, capture, held] = &mut self.planes[..] else {
-            unreachable!("a window has five plane lanes")
-        };
+        let [won, lost, fresh, capture] = &mut self.planes[..] else { unreachable!("a window has four plane lanes") };
         Own {
             plane_map: pm,
             value_map: vm,
@@ -636,7 +632,6 @@ impl OwnBuffers {
             lost: lost.words_mut(),
             fresh: fresh.words_mut(),
             capture: capture.words_mut(),
-            held: held.words_mut(),
             values: self.values.bytes_mut(),
             width: self.width,
             due: self.due.words_mut(),
@@ -666,11 +661,11 @@ pub(super) struct DueStates<'a> {
 struct GroupSegments<'a> {
     g: usize,
     first: usize,
-    planes: [&'a mut [u32]; 5],
+    planes: [&'a mut [u32]; 4],
     due: &'a mut [u32],
     room: Option<&'a mut [u8]>,
-    /// Were its `capture` and `held` segments read compacted?
-    compacted: [bool; 2],
+    /// Was its `capture` segment read compacted?
+    compacted: bool,
 }
 
 /// The bytes of a window's value buffer that group `g`, whose values the
@@ -758,17 +753,12 @@ impl GroupSegments<'_> {
         base: Option<&(dyn Fn(usize) -> Base + Sync)>,
         due: Option<(&DueStates, &mut Option<Unpacker>)>,
     ) -> Result<(), SolveError> {
-        let GroupSegments { g, first, planes: [won, lost, fresh, capture, held], due: due_words, room, compacted } =
-            self;
+        let GroupSegments { g, first, planes: [won, lost, fresh, capture], due: due_words, room, compacted } = self;
         let layouts = work.index.groups()[g].layouts as usize;
         let padded = first..first + won.len();
-        if let Some(solved) = &work.solved {
+        if let (Some(solved), true) = (&work.solved, compacted) {
             let origin = (work.planes.segment(g).start / 4) as usize;
-            for (compacted, words) in compacted.into_iter().zip([&mut *capture, &mut *held]) {
-                if compacted {
-                    solved.expand(words, origin, g, layouts);
-                }
-            }
+            solved.expand(capture, origin, g, layouts);
         }
         if let Some(base) = base {
             let listed = work.groups[g].sparse_layouts;
@@ -780,7 +770,6 @@ impl GroupSegments<'_> {
                     won: &mut won[..layouts],
                     lost: &mut lost[..layouts],
                     capture: &mut capture[..layouts],
-                    held: &mut held[..layouts],
                 };
                 // `scatter` lays the placement's words itself.
                 if sparse::scatter(won_in, rest_in, listed, own, base, |at| live.put_unshared(first + at, true))
@@ -854,9 +843,8 @@ pub(super) enum PlaneLoad {
     /// zeros.
     Zeroed,
     /// Left as the window last held it: nothing in the job reads or stores
-    /// it (a win step's dense `held`, and its `capture` where no event is
-    /// due). They were 8 of the 12 bytes a layout a win step's loads
-    /// cleared, on the storing and reading thread.
+    /// it (a win step's dense `capture` where no event is due), so the
+    /// storing and reading thread does not clear it.
     Left,
 }
 

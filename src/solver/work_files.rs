@@ -40,17 +40,16 @@ use std::sync::atomic::{AtomicU8, Ordering};
 /// not stored: the decision log holds it, see `decision_log`.) The sparse
 /// lanes hold records of the groups that turned sparse (`sparse`), laid
 /// out like a plane.
-pub(super) const STORED_PLANES: [Lane; 6] =
-    [Lane::Won, Lane::Lost, Lane::Capture, Lane::Held, Lane::SparseWon, Lane::SparseRest];
+pub(super) const STORED_PLANES: [Lane; 5] = [Lane::Won, Lane::Lost, Lane::Capture, Lane::SparseWon, Lane::SparseRest];
 
 /// Every plane lane's bit of a slot byte.
 const ALL_SLOT_BITS: u8 = (1 << STORED_PLANES.len()) - 1;
 
-/// The bits of the dense plane lanes (the first four of
+/// The bits of the dense plane lanes (the first three of
 /// [`STORED_PLANES`]), whose writes always cover the whole segment (or,
 /// compacted, the same prefix of it every time: `compact`); the sparse
 /// lanes' records cover a prefix of it that changes.
-const DENSE_SLOT_BITS: u8 = 0b1111;
+const DENSE_SLOT_BITS: u8 = 0b111;
 
 fn plane_bit(lane: Lane) -> u8 {
     let i = STORED_PLANES.iter().position(|&l| l == lane).expect("a plane lane");
@@ -346,16 +345,14 @@ impl MaterialFiles {
 
     /// The pair's steps are over and recorded so: finishing reads `won`,
     /// `lost`, the sparse records and the decision log only (a resumed run
-    /// too), so `capture`,
-    /// `held` and the capture schedule give their disk back now. The files
+    /// too), so `capture` and the capture schedule give their disk back
+    /// now. The files
     /// stay, at their sizes, reading as zeros, so a resumed run opens them
     /// as before.
     pub fn release_for_finishing(&self) -> Result<(), DiskError> {
         self.punch_stale()?;
-        for lane in [Lane::Capture, Lane::Held] {
-            for (file, _) in &self.planes[plane_bit(lane).trailing_zeros() as usize] {
-                file.punch(0..file.size_bytes()?)?;
-            }
+        for (file, _) in &self.planes[plane_bit(Lane::Capture).trailing_zeros() as usize] {
+            file.punch(0..file.size_bytes()?)?;
         }
         self.schedule.release()
     }
@@ -430,7 +427,7 @@ mod tests {
 
     #[test]
     fn dense_slot_bits_are_the_dense_lanes() {
-        let dense = [Lane::Won, Lane::Lost, Lane::Capture, Lane::Held];
+        let dense = [Lane::Won, Lane::Lost, Lane::Capture];
         assert_eq!(dense.iter().fold(0, |bits, &lane| bits | plane_bit(lane)), DENSE_SLOT_BITS);
     }
 
