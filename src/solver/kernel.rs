@@ -1034,8 +1034,6 @@ pub(super) struct StepInput<'a> {
     pub target_sides: &'a SideFlags,
     /// Change flags of the unit's own material, to mark.
     pub own_sides: &'a SideFlags,
-    /// May layouts whose successors did not change be skipped?
-    pub may_skip: bool,
     /// The unit's material's placements' quiet moves, if kept.
     pub kept: Option<&'a MoveLists>,
     /// The region the landing segments lie in: the whole landing lane
@@ -1847,7 +1845,8 @@ struct ListedVisit<'a> {
     /// Its undecided card states by layout, and its undecided layouts.
     undecided: [u32; UNDECIDED_WORDS],
     open: u32,
-    /// The layouts whose successors' side changed in the last step.
+    /// The layouts a win step looks at (those whose successors' side
+    /// changed in the last step); a loss step looks at every open one.
     looked_layouts: u32,
     listing: Listing<'a>,
 }
@@ -2219,9 +2218,6 @@ fn layouts_with_opponent_masters(masters: u8, p: usize, q: usize) -> u32 {
 /// since they were?
 #[inline(always)]
 fn looked_at(input: &StepInput, place: &Placement) -> u8 {
-    if !input.may_skip {
-        return u8::MAX;
-    }
     input.target_sides.successors_changed_by_master(place.opponent)
 }
 

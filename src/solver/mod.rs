@@ -1576,7 +1576,6 @@ fn step(
                 depth_plies: depth,
                 target_sides,
                 own_sides: sides,
-                may_skip: depth != 2,
                 kept: kept.as_ref(),
                 // Set by `run_step`, which knows the landing lane.
                 landing_lane: &[],
@@ -1641,7 +1640,6 @@ fn step(
                 depth_plies: depth,
                 target_sides: &target.sides,
                 own_sides: &this_ref.sides,
-                may_skip: depth != 2,
                 kept: None,
                 landing_lane: &[],
                 landing_blocks: None,
