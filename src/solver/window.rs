@@ -89,10 +89,11 @@ pub(super) struct OwnBuffers {
     /// words [`OwnBuffers::prepare`] leaves as they were (see
     /// `sparse`).
     live: PlacementFlags,
-    /// The (lane, group) segments the last [`OwnBuffers::plan_load`] reads
-    /// compacted (`compact`), for [`OwnBuffers::preparation`] to lay
-    /// out once they are read.
-    compacted: Vec<(Lane, usize)>,
+    /// The groups whose `capture` segment (the only lane stored
+    /// compacted) the last [`OwnBuffers::plan_load`] reads compacted
+    /// (`compact`), for [`OwnBuffers::preparation`] to lay out once they
+    /// are read.
+    compacted: Vec<usize>,
     /// Bytes per value of the material loaded last (`Work::width`).
     width: ValueWidth,
 }
@@ -320,7 +321,7 @@ impl OwnBuffers {
                         let span = layout.span(g..g + 1);
                         let bytes = match (&work.solved, lane) {
                             (Some(solved), Lane::Capture) => {
-                                self.compacted.push((lane, g));
+                                self.compacted.push(g);
                                 solved.stored_bytes(g)
                             }
                             _ => into.len(),
@@ -379,9 +380,7 @@ impl OwnBuffers {
         rooms: bool,
     ) -> Preparation<'_> {
         let mut compacted = std::mem::take(&mut self.compacted);
-        compacted.sort_unstable_by_key(|&(lane, g)| (g, lane as u8));
-        let compacted =
-            |g: usize, lane: Lane| compacted.binary_search_by_key(&(g, lane as u8), |&(l, g)| (g, l as u8)).is_ok();
+        compacted.sort_unstable();
         // Records and their padding fill the padded segments.
         let padded =
             |(g, range): &(usize, Range<usize>)| range.start..range.start + padded_len(&work.planes, *g) as usize / 4;
@@ -406,7 +405,7 @@ impl OwnBuffers {
         for &(g, ref range) in &plane_map.entries {
             let planes = [next(&mut won), next(&mut lost), next(&mut fresh), next(&mut capture)];
             let room = rooms.as_mut().map(|rooms| rooms.next().expect("a value segment per group"));
-            let compacted = compacted(g, Lane::Capture);
+            let compacted = compacted.binary_search(&g).is_ok();
             groups.push(GroupSegments { g, first: range.start, planes, due: next(&mut due_words), room, compacted });
         }
         // Taken from the back: the largest first, so that no thread is
