@@ -37,7 +37,7 @@
 use crate::blockio::DirectAppender;
 use crate::format::{BLOCK_BYTES, CompressedHeader, Content, FormatError, Frame, LEVELS, Packing, ShardHeader};
 use crate::index::MaterialIndex;
-use crate::rules::{CARD_STATES, WinsInOne, masters_end_game};
+use crate::rules::{ALL_CARD_STATES, CARD_STATES, MAX_PIECES_PER_SIDE, WinsInOne, masters_end_game};
 use crate::shard::{Context, TableFiles};
 use crate::store::{OutputDir, StoreError, check_room, compressed_shard_name};
 use crate::value::{DRAW, DRAW_WORD, NO_VALUE, ValueWidth, narrow, widen, word_at};
@@ -76,19 +76,46 @@ const GAME_OVER: u32 = 1 << 31;
 
 /// For each layout that `range` (offsets in the material's value area)
 /// touches: the card states (bit k = state k) whose value the rules give,
-/// wins in one ply, or [`GAME_OVER`] if all of them are holes.
+/// wins in one ply, or [`GAME_OVER`] if all of them are holes. The slots
+/// that take each opponent piece and that bring each mover piece onto the
+/// temple are worked out once per placement, not per layout: per layout
+/// this had been a fifth of the time of packing a block.
 fn recomputable(index: &MaterialIndex, wins: &WinsInOne, range: &Range<u64>) -> Vec<u32> {
     let states = CARD_STATES as u64;
     let layouts = range.start / states..range.end.div_ceil(states);
+    let (p, q) = (index.material.mover as usize, index.material.opponent as usize);
     let mut entries = Vec::with_capacity((layouts.end - layouts.start) as usize);
-    index.for_each_layout_in(layouts, |layout| {
-        entries.push(if masters_end_game(layout.mover_master, layout.opponent_master) {
-            GAME_OVER
-        } else {
-            wins.states(layout.mover, layout.mover_master, layout.opponent_master)
-        })
+    index.for_each_placement_in(layouts, |mover, opponent, masters| {
+        let (mut mover_squares, mut reaches) = ([0u8; MAX_PIECES_PER_SIDE], [0u32; MAX_PIECES_PER_SIDE]);
+        let (mut opponent_squares, mut takes) = ([0u8; MAX_PIECES_PER_SIDE], [0u32; MAX_PIECES_PER_SIDE]);
+        for (a, square) in squares_of(mover).enumerate() {
+            (mover_squares[a], reaches[a]) = (square, wins.reaching_slots(mover, square));
+        }
+        for (b, square) in squares_of(opponent).enumerate() {
+            (opponent_squares[b], takes[b]) = (square, wins.taking_slots(mover, square));
+        }
+        // Layout a * q + b: the mover's a-th piece and the opponent's b-th
+        // are the masters.
+        let whole = masters.start == 0 && masters.end as usize == p * q;
+        for a in 0..p {
+            for b in 0..q {
+                if !whole && !masters.contains(&((a * q + b) as u32)) {
+                    continue;
+                }
+                entries.push(if masters_end_game(mover_squares[a], opponent_squares[b]) {
+                    GAME_OVER
+                } else {
+                    wins.states_of_slots(takes[b] | reaches[a])
+                });
+            }
+        }
     });
     entries
+}
+
+/// The squares of `board`'s pieces, lowest first.
+fn squares_of(board: u32) -> impl Iterator<Item = u8> {
+    set_bits(board).map(|square| square as u8)
 }
 
 /// The layouts `range` touches, in order, each as (its place among them,
@@ -164,9 +191,203 @@ fn disagreement(index: &MaterialIndex, at: u64, stored: u16, expected: Option<u8
     }
 }
 
+/// Bytes of a layout's window: its 30 value bytes and 2 more, a whole
+/// vector.
+const WINDOW_BYTES: usize = 32;
+const _: () = assert!(CARD_STATES <= WINDOW_BYTES);
+
+/// The value bytes of the layout whose `card_states` lie in `values` from
+/// `first` on, as a window in which byte k is state k's (the states not in
+/// `card_states`, and the 2 bytes after the layout, are any bytes): where
+/// `values` holds the whole window, read in place; a copy of the layout's
+/// bytes into a padded window had cost a third of the time of packing a
+/// block (the copy's stores cannot be forwarded to the vector load that
+/// reads them).
+#[inline]
+fn window(values: &[u8], first: usize, card_states: &Range<usize>) -> [u8; WINDOW_BYTES] {
+    if card_states.start == 0
+        && let Some(window) = values.get(first..first + WINDOW_BYTES)
+    {
+        return window.try_into().expect("a window");
+    }
+    let mut padded = [WIN_IN_1; WINDOW_BYTES];
+    padded[card_states.clone()].copy_from_slice(&values[first..first + card_states.len()]);
+    padded
+}
+
+/// Writes the bytes of `window` at the set bits of `keep` (bit k: byte
+/// k), in order, to the start of `out`, and returns how many: on x86_64
+/// a byte shuffle per 8 bytes, each writing 8 bytes (`out` must have
+/// room for 8 after the last byte kept). A byte at a time, in a loop of as
+/// many rounds as bytes kept, the loop's exit was mispredicted most
+/// layouts.
+#[inline]
+fn compact(window: &[u8; WINDOW_BYTES], keep: u32, out: &mut [u8]) -> usize {
+    #[cfg(all(target_arch = "x86_64", target_feature = "ssse3"))]
+    // SAFETY: as in `Classes::of`: this build assumes SSSE3.
+    let kept = unsafe { compact_vector(window, keep, out) };
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "ssse3")))]
+    let kept = compact_scalar(window, keep, out);
+    #[cfg(debug_assertions)]
+    {
+        let mut expected = [0u8; WINDOW_BYTES];
+        let count = compact_scalar(window, keep, &mut expected);
+        debug_assert_eq!((kept, &out[..kept]), (count, &expected[..count]), "the shuffles agree with the definition");
+    }
+    kept
+}
+
+/// [`compact`], a byte at a time: the definition.
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "ssse3", not(debug_assertions)), allow(dead_code))]
+fn compact_scalar(window: &[u8; WINDOW_BYTES], keep: u32, out: &mut [u8]) -> usize {
+    let mut next = 0;
+    for k in set_bits(keep) {
+        out[next] = window[k];
+        next += 1;
+    }
+    next
+}
+
+/// Per 8-bit mask, the shuffle that gathers the bytes at its set bits
+/// to the front: byte j is where the j-th set bit is.
+#[cfg_attr(not(all(target_arch = "x86_64", target_feature = "ssse3")), allow(dead_code))]
+const GATHER: [u64; 256] = {
+    let mut table = [0u64; 256];
+    let mut mask = 0;
+    while mask < 256 {
+        let (mut bit, mut j, mut shuffle) = (0, 0, 0u64);
+        while bit < 8 {
+            if mask >> bit & 1 != 0 {
+                shuffle |= (bit as u64) << (8 * j);
+                j += 1;
+            }
+            bit += 1;
+        }
+        table[mask] = shuffle;
+        mask += 1;
+    }
+    table
+};
+
+#[cfg(all(target_arch = "x86_64", target_feature = "ssse3"))]
+#[target_feature(enable = "ssse3")]
+#[inline]
+fn compact_vector(window: &[u8; WINDOW_BYTES], keep: u32, out: &mut [u8]) -> usize {
+    use std::arch::x86_64::*;
+    let mut next = 0;
+    for (chunk, bytes) in window.chunks_exact(8).enumerate() {
+        let mask = (keep >> (8 * chunk) & 0xff) as usize;
+        if mask == 0 {
+            continue;
+        }
+        let bytes = _mm_cvtsi64_si128(i64::from_le_bytes(bytes.try_into().expect("8 bytes")));
+        let gathered = _mm_shuffle_epi8(bytes, _mm_cvtsi64_si128(GATHER[mask] as i64));
+        out[next..next + 8].copy_from_slice(&_mm_cvtsi128_si64(gathered).to_le_bytes());
+        next += mask.count_ones() as usize;
+    }
+    next
+}
+
+/// Puts the first bytes of `stored` at the set bits of `keep` (bit k:
+/// state k) of a whole layout's `states`, in order, and [`WIN_IN_1`] at
+/// the others; returns how many bytes it took: [`compact`] undone. On
+/// x86_64, where `stored` holds a [`WINDOW_BYTES`] more, a byte shuffle
+/// per 8 states.
+#[inline]
+fn expand(stored: &[u8], keep: u32, states: &mut [u8; CARD_STATES]) -> usize {
+    #[cfg(all(target_arch = "x86_64", target_feature = "ssse3"))]
+    if stored.len() >= WINDOW_BYTES {
+        // SAFETY: as in `Classes::of`: this build assumes SSSE3.
+        let taken = unsafe { expand_vector(stored, keep, states) };
+        #[cfg(debug_assertions)]
+        {
+            let mut expected = [0u8; CARD_STATES];
+            debug_assert_eq!(
+                (expand_scalar(stored, keep, &mut expected), expected),
+                (taken, *states),
+                "the shuffles agree with the definition"
+            );
+        }
+        return taken;
+    }
+    expand_scalar(stored, keep, states)
+}
+
+/// [`expand`], a byte at a time: the definition.
+fn expand_scalar(stored: &[u8], keep: u32, states: &mut [u8; CARD_STATES]) -> usize {
+    states.fill(WIN_IN_1);
+    let mut next = 0;
+    for k in set_bits(keep) {
+        states[k] = stored[next];
+        next += 1;
+    }
+    next
+}
+
+/// Per 8-bit mask, the shuffle that spreads the first bytes over its set
+/// bits: byte i is how many bits are set below bit i, or 0x80 (a zero
+/// byte) where bit i is not set.
+#[cfg_attr(not(all(target_arch = "x86_64", target_feature = "ssse3")), allow(dead_code))]
+const SPREAD: [u64; 256] = {
+    let mut table = [0u64; 256];
+    let mut mask = 0;
+    while mask < 256 {
+        let (mut bit, mut below, mut shuffle) = (0, 0u64, 0u64);
+        while bit < 8 {
+            if mask >> bit & 1 != 0 {
+                shuffle |= below << (8 * bit);
+                below += 1;
+            } else {
+                shuffle |= 0x80 << (8 * bit);
+            }
+            bit += 1;
+        }
+        table[mask] = shuffle;
+        mask += 1;
+    }
+    table
+};
+
+#[cfg(all(target_arch = "x86_64", target_feature = "ssse3"))]
+#[target_feature(enable = "ssse3")]
+#[inline]
+fn expand_vector(stored: &[u8], keep: u32, states: &mut [u8; CARD_STATES]) -> usize {
+    use std::arch::x86_64::*;
+    let mut next = 0;
+    for (chunk, out) in states.chunks_mut(8).enumerate() {
+        let mask = (keep >> (8 * chunk) & 0xff) as usize;
+        let bytes = _mm_cvtsi64_si128(i64::from_le_bytes(stored[next..next + 8].try_into().expect("8 bytes")));
+        let spread = _mm_shuffle_epi8(bytes, _mm_cvtsi64_si128(SPREAD[mask] as i64));
+        // The shuffle's zero bytes (the states not kept) become wins in one.
+        let filled = _mm_cvtsi128_si64(spread) as u64 | !BYTES_OF_MASK[mask];
+        out.copy_from_slice(&filled.to_le_bytes()[..out.len()]);
+        next += mask.count_ones() as usize;
+    }
+    next
+}
+
+/// Per 8-bit mask, 0xff in the bytes of its set bits.
+#[cfg_attr(not(all(target_arch = "x86_64", target_feature = "ssse3")), allow(dead_code))]
+const BYTES_OF_MASK: [u64; 256] = {
+    let mut table = [0u64; 256];
+    let mut mask = 0;
+    while mask < 256 {
+        let mut bit = 0;
+        while bit < 8 {
+            if mask >> bit & 1 != 0 {
+                table[mask] |= 0xff << (8 * bit);
+            }
+            bit += 1;
+        }
+        mask += 1;
+    }
+    table
+};
+const _: () = assert!(WIN_IN_1 == 0xff, "the not kept bytes are filled with ones");
+
 /// What a layout's values are, one bit per card state (bit k = state k of
 /// the layout, for the states the values cover).
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Classes {
     win_in_1: u32,
     no_value: u32,
@@ -175,21 +396,55 @@ struct Classes {
 }
 
 impl Classes {
-    /// Classes of `bytes`, the layout's card states from `first_state` on.
-    /// A whole layout's 30 bytes go through a fixed-length loop the
-    /// compiler turns into vector compares and byte-mask moves.
+    /// Classes of a layout's [`window`]: bit k is state k's (bits 30 and
+    /// 31 are of the bytes after the layout: callers mask them off). On
+    /// x86_64 a vector comparison and byte mask per class.
     #[inline]
-    fn of(bytes: &[u8], first_state: usize) -> Classes {
-        let mut padded = [WIN_IN_1; 32];
-        padded[first_state..first_state + bytes.len()].copy_from_slice(bytes);
+    fn of(window: &[u8; WINDOW_BYTES]) -> Classes {
+        #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+        // SAFETY: the only requirement of a `target_feature` function is
+        // that the CPU has the feature, and this build assumes it for every
+        // function (the `cfg` above: `.cargo/config.toml` builds for
+        // x86-64-v3, which has AVX2, and `main` checks the CPU has it).
+        let classes = unsafe { Classes::of_vector(window) };
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "avx2")))]
+        let classes = Classes::of_scalar(window);
+        debug_assert_eq!(classes, Classes::of_scalar(window), "the vector classes agree with the scalar ones");
+        classes
+    }
+
+    /// [`Classes::of`], a byte at a time: the definition.
+    fn of_scalar(window: &[u8; WINDOW_BYTES]) -> Classes {
         let mut classes = Classes::default();
-        for (k, &byte) in padded.iter().enumerate() {
+        for (k, &byte) in window.iter().enumerate() {
             classes.win_in_1 |= u32::from(byte == WIN_IN_1) << k;
             classes.no_value |= u32::from(byte == NO_VALUE) << k;
             classes.loss |= u32::from(byte.wrapping_sub(1) < DRAW - 1) << k;
             classes.draw |= u32::from(byte == DRAW) << k;
         }
         classes
+    }
+
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn of_vector(window: &[u8; WINDOW_BYTES]) -> Classes {
+        use std::arch::x86_64::*;
+        // Four 8-byte reads (a direct load was no faster).
+        let word = |i: usize| i64::from_le_bytes(window[i..i + 8].try_into().expect("8 bytes"));
+        let bytes = _mm256_set_epi64x(word(24), word(16), word(8), word(0));
+        let mask = |equal: __m256i| _mm256_movemask_epi8(equal) as u32;
+        let holding = |byte: u8| mask(_mm256_cmpeq_epi8(bytes, _mm256_set1_epi8(byte as i8)));
+        // A loss is 1..DRAW: byte - 1 at most DRAW - 2, unsigned, which is
+        // where the unsigned minimum with DRAW - 2 leaves it as it was.
+        let less_one = _mm256_sub_epi8(bytes, _mm256_set1_epi8(1));
+        let at_most = _mm256_min_epu8(less_one, _mm256_set1_epi8((DRAW - 2) as i8));
+        Classes {
+            win_in_1: holding(WIN_IN_1),
+            no_value: holding(NO_VALUE),
+            loss: mask(_mm256_cmpeq_epi8(at_most, less_one)),
+            draw: holding(DRAW),
+        }
     }
 
     /// Classes of `words` (little-endian value words), the layout's card
@@ -243,7 +498,9 @@ pub fn stored_bytes(
 ) -> Result<Vec<u8>, FormatError> {
     assert_eq!(values.len() as u64, range.end - range.start, "one value per state of the range");
     let entries = recomputable(index, &context.wins, &range);
-    let mut out = vec![0u8; stored_capacity(&range, content, packing)];
+    let capacity = stored_capacity(&range, content, packing);
+    // Room for `compact`'s last 8-byte write, cut off below.
+    let mut out = vec![0u8; capacity + 8];
     let mut next = 0;
     let (mut losses, mut draws) = match (packing, content) {
         (Packing::Dense, Content::Wdl) => (vec![0u32; entries.len()], vec![0u32; entries.len()]),
@@ -252,7 +509,8 @@ pub fn stored_bytes(
     for (j, card_states, first) in segments(&range) {
         let (entry, inside) = (entries[j], states_mask(&card_states));
         let bytes = &values[first..first + card_states.len()];
-        let classes = Classes::of(bytes, card_states.start);
+        let window = window(values, first, &card_states);
+        let classes = Classes::of(&window);
         let fixed = classes.fixed(entry, inside).map_err(|(k, expected)| {
             let at = (first + k - card_states.start) as u64;
             disagreement(index, range.start + at, bytes[k - card_states.start].into(), expected)
@@ -269,17 +527,7 @@ pub fn stored_bytes(
                     };
                 }
             }
-            (Packing::Dense, Content::Values) => {
-                if fixed == 0 {
-                    out[next..next + bytes.len()].copy_from_slice(bytes);
-                    next += bytes.len();
-                } else {
-                    for k in set_bits(inside & !fixed) {
-                        out[next] = bytes[k - card_states.start];
-                        next += 1;
-                    }
-                }
-            }
+            (Packing::Dense, Content::Values) => next += compact(&window, inside & !fixed, &mut out[next..]),
             (Packing::Dense, Content::Wdl) => {
                 losses[j] = classes.loss & inside & !fixed;
                 draws[j] = classes.draw & inside & !fixed;
@@ -292,8 +540,9 @@ pub fn stored_bytes(
             for (mask, at) in losses.iter().chain(&draws).zip(out.chunks_exact_mut(4)) {
                 at.copy_from_slice(&mask.to_le_bytes());
             }
+            out.truncate(capacity);
         }
-        (Packing::Filled, _) => {}
+        (Packing::Filled, _) => out.truncate(capacity),
     }
     Ok(out)
 }
@@ -348,6 +597,10 @@ pub fn unpack(
                     // No win in one: the layout's bytes are stored in a row.
                     states.copy_from_slice(&stored[next..next + states.len()]);
                     next += states.len();
+                    continue;
+                }
+                if let Ok(whole) = <&mut [u8; CARD_STATES]>::try_from(&mut *states) {
+                    next += expand(&stored[next..], !entry & ALL_CARD_STATES, whole);
                     continue;
                 }
                 states.fill(WIN_IN_1);
@@ -926,11 +1179,19 @@ mod tests {
     fn recomputable_states_follow_the_rules_across_block_edges() {
         let rules = Rules::default();
         let wins = WinsInOne::new(&rules.cards);
-        let index = MaterialIndex::new(Material::new(2, 1));
-        let len = index.layouts() * CARD_STATES as u64;
+        let small = MaterialIndex::new(Material::new(2, 1));
+        let len = small.layouts() * CARD_STATES as u64;
+        // 3v2: layouts of 2 x 3 masters in each placement, and ranges that
+        // start and end inside placements.
+        let large = MaterialIndex::new(Material::new(3, 2));
+        let placement = 6 * CARD_STATES as u64;
+        let cases = [(&small, 0..len), (&small, 7..len - 11), (&small, 31..59)].into_iter().chain(
+            [(0, 1), (placement + 35, placement * 3 + 100), (placement * 9_001 + 95, placement * 9_004 + 5)]
+                .map(|(start, end)| (&large, start..end)),
+        );
         // Ranges that start and end inside layouts.
-        for range in [0..len, 7..len - 11, 31..59] {
-            let entries = recomputable(&index, &wins, &range);
+        for (index, range) in cases {
+            let entries = recomputable(index, &wins, &range);
             let fixed: Vec<Option<u8>> = segments(&range)
                 .flat_map(|(j, card_states, _)| card_states.map(move |k| (j, k)))
                 .map(|(j, k)| fixed_byte(entries[j], k))
@@ -949,6 +1210,41 @@ mod tests {
                     None
                 };
                 assert_eq!(fix, expected, "state {at}");
+            }
+        }
+    }
+
+    /// Gathering a layout's kept bytes and spreading them back agree with
+    /// their byte-at-a-time definitions (debug builds check each call too)
+    /// and undo each other, for masks with every 8-bit pattern in every
+    /// chunk, and with few stored bytes left (the spreading's fallback).
+    #[test]
+    fn compacting_and_expanding_agree_with_their_definitions() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..4096u32 {
+            let window: [u8; WINDOW_BYTES] = std::array::from_fn(|_| next() as u8);
+            // Each 8-bit pattern at each chunk, random bits elsewhere.
+            let (pattern, at) = (round % 256, 8 * (round / 256 % 4));
+            let keep = (next() as u32 & !(0xff << at) | pattern << at) & ALL_CARD_STATES;
+            let mut out = [0u8; WINDOW_BYTES + 8];
+            let kept = compact(&window, keep, &mut out);
+            let mut expected = [0u8; WINDOW_BYTES];
+            assert_eq!(kept, compact_scalar(&window, keep, &mut expected));
+            assert_eq!(out[..kept], expected[..kept]);
+            for tail in [WINDOW_BYTES, kept] {
+                let mut stored = out[..kept].to_vec();
+                stored.resize(tail.max(kept), 0xaa);
+                let mut states = [0u8; CARD_STATES];
+                assert_eq!(expand(&stored, keep, &mut states), kept);
+                for (k, &byte) in states.iter().enumerate() {
+                    assert_eq!(byte, if keep >> k & 1 != 0 { window[k] } else { WIN_IN_1 }, "state {k}");
+                }
             }
         }
     }

@@ -25,6 +25,7 @@
 
 use crate::rules::{CardState, MAX_PIECES_PER_SIDE, Position, SQUARES};
 use std::fmt;
+use std::ops::Range;
 
 /// Rows (and columns) of the board.
 const ROWS: usize = 5;
@@ -757,29 +758,43 @@ impl MaterialIndex {
         self.unrank_in(&self.groups[g], index)
     }
 
-    /// Calls `visit` with the layouts numbered `range`, in order:
-    /// [`MaterialIndex::unrank`] of each, but stepping through placements
-    /// instead of decoding each number.
-    pub fn for_each_layout_in(&self, range: std::ops::Range<u64>, mut visit: impl FnMut(Layout)) {
+    /// Calls `visit(mover, opponent, masters)` for each placement that the
+    /// layouts numbered `range` touch, in order: `masters` are the master
+    /// choices of its layouts inside `range`, each as `a * q + b` (the
+    /// mover's a-th piece in square order and the opponent's b-th, as
+    /// layouts are numbered within a placement). For work that is the same
+    /// for all the layouts of a placement, done once per placement.
+    pub fn for_each_placement_in(&self, range: Range<u64>, mut visit: impl FnMut(u32, u32, Range<u32>)) {
         assert!(range.end <= self.layouts, "layouts {range:?} out of range for {}", self.material);
-        let (p, q) = (self.material.mover as u64, self.material.opponent as u64);
+        let per_placement = self.material.mover as u64 * self.material.opponent as u64;
         let first_group = self.groups.partition_point(|g| g.first_layout + g.layouts <= range.start);
         for group in self.groups[first_group..].iter().take_while(|g| g.first_layout < range.end) {
             let from = range.start.max(group.first_layout) - group.first_layout;
             let to = range.end.min(group.first_layout + group.layouts) - group.first_layout;
-            let first_placement = from / (p * q);
-            for (k, (mover, opponent)) in group.placements(first_placement, to.div_ceil(p * q)).enumerate() {
-                let base = (first_placement + k as u64) * p * q;
-                for local in base.max(from)..(base + p * q).min(to) {
-                    visit(Layout {
-                        mover,
-                        opponent,
-                        mover_master: nth_square(mover, ((local / q) % p) as u32),
-                        opponent_master: nth_square(opponent, (local % q) as u32),
-                    });
-                }
+            let first_placement = from / per_placement;
+            for (k, (mover, opponent)) in group.placements(first_placement, to.div_ceil(per_placement)).enumerate() {
+                let base = (first_placement + k as u64) * per_placement;
+                let masters = (base.max(from) - base) as u32..((base + per_placement).min(to) - base) as u32;
+                visit(mover, opponent, masters);
             }
         }
+    }
+
+    /// Calls `visit` with the layouts numbered `range`, in order:
+    /// [`MaterialIndex::unrank`] of each, but stepping through placements
+    /// instead of decoding each number.
+    pub fn for_each_layout_in(&self, range: Range<u64>, mut visit: impl FnMut(Layout)) {
+        let q = self.material.opponent as u32;
+        self.for_each_placement_in(range, |mover, opponent, masters| {
+            for local in masters {
+                visit(Layout {
+                    mover,
+                    opponent,
+                    mover_master: nth_square(mover, local / q),
+                    opponent_master: nth_square(opponent, local % q),
+                });
+            }
+        });
     }
 
     /// All layouts of a group with their numbers, in order.

@@ -444,20 +444,39 @@ impl WinsInOne {
     /// [`winning_slots`] of the card set.
     #[inline]
     pub fn slots(&self, mover: u32, mover_master: u8, opponent_master: u8) -> u32 {
-        let master_can_reach = mover & (1 << MOVER_TARGET) == 0;
-        let mut slots = 0;
-        for slot in 0..CARDS_PER_GAME {
-            let captures = self.captures[slot][opponent_master as usize] & mover != 0;
-            let reaches = master_can_reach && self.reaches[slot] & (1 << mover_master) != 0;
-            slots |= ((captures || reaches) as u32) << slot;
+        self.taking_slots(mover, opponent_master) | self.reaching_slots(mover, mover_master)
+    }
+
+    /// The card slots with which some piece of `mover` takes a master
+    /// standing on `opponent_master`.
+    #[inline]
+    pub fn taking_slots(&self, mover: u32, opponent_master: u8) -> u32 {
+        (0..CARDS_PER_GAME).fold(0, |slots, slot| {
+            slots | ((self.captures[slot][opponent_master as usize] & mover != 0) as u32) << slot
+        })
+    }
+
+    /// The card slots with which `mover`'s master, on `mover_master`,
+    /// steps onto [`MOVER_TARGET`]: none if an own piece stands there.
+    #[inline]
+    pub fn reaching_slots(&self, mover: u32, mover_master: u8) -> u32 {
+        if mover & (1 << MOVER_TARGET) != 0 {
+            return 0;
         }
-        slots
+        (0..CARDS_PER_GAME).fold(0, |slots, slot| slots | (self.reaches[slot] >> mover_master & 1) << slot)
+    }
+
+    /// The card states (bit k = state k) holding one of the card `slots`:
+    /// those in which the mover wins in one ply, given its winning slots.
+    #[inline]
+    pub fn states_of_slots(&self, slots: u32) -> u32 {
+        self.states[slots as usize]
     }
 
     /// The card states (bit k = state k) in which the mover wins in one ply.
     #[inline]
     pub fn states(&self, mover: u32, mover_master: u8, opponent_master: u8) -> u32 {
-        self.states[self.slots(mover, mover_master, opponent_master) as usize]
+        self.states_of_slots(self.slots(mover, mover_master, opponent_master))
     }
 }
 
