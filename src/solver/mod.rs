@@ -70,7 +70,7 @@ use kernel::{EventDepths, Landing, MoveTable, ROWS, StepInput, StepValues, Unit,
 use lanes::{Lane, LaneLayout, ResidentLanes, SEGMENT_ALIGN_BYTES, SegmentMap, Span, carve_mut};
 use mirror::Mirror;
 use move_lists::{CountedMoves, MoveLists};
-use packed_values::{PackedValues, PackedWriter};
+use packed_values::{PackedValues, PackedWriter, Readers};
 use rayon::prelude::*;
 use schedule::MoverSlices;
 use sparse::{Base, Pick};
@@ -397,6 +397,9 @@ struct Work {
     /// current depth began, so a loss step of the mirror reads holes there
     /// instead of their dense `won` (`settled_groups`).
     landing_holes: Vec<bool>,
+    /// Who reads the material's values back once they are packed
+    /// ([`value_readers`]).
+    readers: Readers,
 }
 
 /// Where a streamed material's files are, and the checkpoint record of its
@@ -408,7 +411,12 @@ struct StreamedIn<'a> {
 }
 
 impl Work {
-    fn new(index: MaterialIndex, streamed_in: Option<StreamedIn>, width: ValueWidth) -> Result<Work, SolveError> {
+    fn new(
+        index: MaterialIndex,
+        streamed_in: Option<StreamedIn>,
+        width: ValueWidth,
+        readers: Readers,
+    ) -> Result<Work, SolveError> {
         let material = index.material;
         let planes = LaneLayout::new(&index, 4);
         let values = value_layout(&index, width);
@@ -457,6 +465,7 @@ impl Work {
             solved: None,
             open: None,
             landing_holes: Vec::new(),
+            readers,
         })
     }
 
@@ -2279,7 +2288,7 @@ fn finish(
             // its peak is the table's: give the flags back.
             work.solved = None;
             let dir = files.dir().to_path_buf();
-            let mut packer = PackedWriter::create(&dir, work.index.material, &work.values)?;
+            let mut packer = PackedWriter::create(&dir, work.index.material, &work.values, work.readers)?;
             // No values exist yet: every byte comes from the planes, then
             // the log. A sparse group's planes are its dense segments with
             // its records over them. Nothing reads `fresh` or `capture`:
@@ -2676,6 +2685,15 @@ impl Pair {
     }
 }
 
+/// Who reads `material`'s packed values back in a run of `max_per_side`
+/// pieces a side. A capture from (p, q) lands in (q - 1, p), so a
+/// material whose mover has `max_per_side` pieces is captured into by no
+/// pair: only its shard's writer reads it (at 8 men, 4v1 to 4v4, 85% of
+/// the values finished in the work directory).
+fn value_readers(material: Material, max_per_side: usize) -> Readers {
+    if material.mover as usize >= max_per_side { Readers::ShardOnly } else { Readers::CapturesAndShard }
+}
+
 /// The pairs with 1..=`max_per_side` pieces per side, in the order they are
 /// solved (each after the materials its captures lead to).
 fn pairs_up_to(max_per_side: usize) -> Vec<Pair> {
@@ -2806,7 +2824,8 @@ pub fn solve_with(
                 }
                 _ => None,
             };
-            works.push(Work::new(index, place, width)?);
+            let readers = value_readers(index.material, max_per_side);
+            works.push(Work::new(index, place, width, readers)?);
         }
         if !streamed {
             keep_move_lists(&moves, &mut works, config.budget_bytes.map(|b| b.saturating_sub(resident_bytes)));
@@ -2911,12 +2930,12 @@ pub fn solve_with(
             // Only the values live on: the budget counted the planes and
             // the move lists, not a second copy of the values beside them.
             (work.kept, work.fresh_placements) = (None, None);
-            let Work { index, values: layout, width, storage, .. } = work;
+            let Work { index, values: layout, width, storage, readers, .. } = work;
             let finished = match (&config.work_dir, storage) {
                 (None, Storage::Resident(lanes)) => FinishedValues::Resident(lanes.into_values()),
                 (Some(dir), Storage::Resident(lanes)) => {
                     let values = lanes.into_values();
-                    let mut packer = PackedWriter::create(dir, material, &layout)?;
+                    let mut packer = PackedWriter::create(dir, material, &layout, readers)?;
                     for g in 0..index.groups().len() {
                         let segment = layout.segment(g);
                         packer.put(g, &values[segment.start as usize..segment.end as usize])?;
