@@ -248,27 +248,6 @@ fn compact_scalar(window: &[u8; WINDOW_BYTES], keep: u32, out: &mut [u8]) -> usi
     next
 }
 
-/// Per 8-bit mask, the shuffle that gathers the bytes at its set bits
-/// to the front: byte j is where the j-th set bit is.
-#[cfg_attr(not(all(target_arch = "x86_64", target_feature = "ssse3")), allow(dead_code))]
-const GATHER: [u64; 256] = {
-    let mut table = [0u64; 256];
-    let mut mask = 0;
-    while mask < 256 {
-        let (mut bit, mut j, mut shuffle) = (0, 0, 0u64);
-        while bit < 8 {
-            if mask >> bit & 1 != 0 {
-                shuffle |= (bit as u64) << (8 * j);
-                j += 1;
-            }
-            bit += 1;
-        }
-        table[mask] = shuffle;
-        mask += 1;
-    }
-    table
-};
-
 #[cfg(all(target_arch = "x86_64", target_feature = "ssse3"))]
 #[target_feature(enable = "ssse3")]
 #[inline]
@@ -281,7 +260,7 @@ fn compact_vector(window: &[u8; WINDOW_BYTES], keep: u32, out: &mut [u8]) -> usi
             continue;
         }
         let bytes = _mm_cvtsi64_si128(i64::from_le_bytes(bytes.try_into().expect("8 bytes")));
-        let gathered = _mm_shuffle_epi8(bytes, _mm_cvtsi64_si128(GATHER[mask] as i64));
+        let gathered = _mm_shuffle_epi8(bytes, _mm_cvtsi64_si128(MASK_TABLES.gather[mask] as i64));
         out[next..next + 8].copy_from_slice(&_mm_cvtsi128_si64(gathered).to_le_bytes());
         next += mask.count_ones() as usize;
     }
@@ -324,30 +303,6 @@ fn expand_scalar(stored: &[u8], keep: u32, states: &mut [u8; CARD_STATES]) -> us
     next
 }
 
-/// Per 8-bit mask, the shuffle that spreads the first bytes over its set
-/// bits: byte i is how many bits are set below bit i, or 0x80 (a zero
-/// byte) where bit i is not set.
-#[cfg_attr(not(all(target_arch = "x86_64", target_feature = "ssse3")), allow(dead_code))]
-const SPREAD: [u64; 256] = {
-    let mut table = [0u64; 256];
-    let mut mask = 0;
-    while mask < 256 {
-        let (mut bit, mut below, mut shuffle) = (0, 0u64, 0u64);
-        while bit < 8 {
-            if mask >> bit & 1 != 0 {
-                shuffle |= below << (8 * bit);
-                below += 1;
-            } else {
-                shuffle |= 0x80 << (8 * bit);
-            }
-            bit += 1;
-        }
-        table[mask] = shuffle;
-        mask += 1;
-    }
-    table
-};
-
 #[cfg(all(target_arch = "x86_64", target_feature = "ssse3"))]
 #[target_feature(enable = "ssse3")]
 #[inline]
@@ -357,31 +312,49 @@ fn expand_vector(stored: &[u8], keep: u32, states: &mut [u8; CARD_STATES]) -> us
     for (chunk, out) in states.chunks_mut(8).enumerate() {
         let mask = (keep >> (8 * chunk) & 0xff) as usize;
         let bytes = _mm_cvtsi64_si128(i64::from_le_bytes(stored[next..next + 8].try_into().expect("8 bytes")));
-        let spread = _mm_shuffle_epi8(bytes, _mm_cvtsi64_si128(SPREAD[mask] as i64));
+        let spread = _mm_shuffle_epi8(bytes, _mm_cvtsi64_si128(MASK_TABLES.spread[mask] as i64));
         // The shuffle's zero bytes (the states not kept) become wins in one.
-        let filled = _mm_cvtsi128_si64(spread) as u64 | !BYTES_OF_MASK[mask];
+        let filled = _mm_cvtsi128_si64(spread) as u64 | !MASK_TABLES.bytes[mask];
         out.copy_from_slice(&filled.to_le_bytes()[..out.len()]);
         next += mask.count_ones() as usize;
     }
     next
 }
 
-/// Per 8-bit mask, 0xff in the bytes of its set bits.
+/// Per 8-bit mask of a layout's bytes (8 states of a chunk), the byte
+/// shuffles and masks of [`compact`] and [`expand`], as 8 bytes each.
 #[cfg_attr(not(all(target_arch = "x86_64", target_feature = "ssse3")), allow(dead_code))]
-const BYTES_OF_MASK: [u64; 256] = {
-    let mut table = [0u64; 256];
+struct MaskTables {
+    /// Gathers the bytes at the set bits to the front: byte j is where the
+    /// j-th set bit is.
+    gather: [u64; 256],
+    /// Spreads the first bytes over the set bits: byte i is how many bits
+    /// are set below bit i, or 0x80 (a zero byte) where bit i is not set.
+    spread: [u64; 256],
+    /// 0xff in the bytes of the set bits.
+    bytes: [u64; 256],
+}
+
+#[cfg_attr(not(all(target_arch = "x86_64", target_feature = "ssse3")), allow(dead_code))]
+const MASK_TABLES: MaskTables = {
+    let mut tables = MaskTables { gather: [0; 256], spread: [0; 256], bytes: [0; 256] };
     let mut mask = 0;
     while mask < 256 {
-        let mut bit = 0;
+        let (mut bit, mut below) = (0, 0u64);
         while bit < 8 {
             if mask >> bit & 1 != 0 {
-                table[mask] |= 0xff << (8 * bit);
+                tables.gather[mask] |= (bit as u64) << (8 * below);
+                tables.spread[mask] |= below << (8 * bit);
+                tables.bytes[mask] |= 0xff << (8 * bit);
+                below += 1;
+            } else {
+                tables.spread[mask] |= 0x80 << (8 * bit);
             }
             bit += 1;
         }
         mask += 1;
     }
-    table
+    tables
 };
 const _: () = assert!(WIN_IN_1 == 0xff, "the not kept bytes are filled with ones");
 
