@@ -10,10 +10,13 @@
 //! frame at a time on one thread; the times include each way's own
 //! transform and its undoing. A last line gives the compact entries with
 //! no zstd at all: their size, and the transform's own time.
-//! Usage: cargo run --release --example entry_codec -- WORK/4v4.captures [LIMIT_MIB] [EVERY] [LEVEL]
+//! Usage: cargo run --release --example entry_codec -- WORK/4v4.captures [LIMIT_MIB] [EVERY] [LEVEL] [PARAMS]
 //! (LIMIT_MIB: packed bytes read, default 300; EVERY: pack one frame in
 //! so many again, default 1; LEVEL: zstd level, default 1, the files' own;
-//! negative levels are zstd's fast ones.)
+//! negative levels are zstd's fast ones; PARAMS: zstd parameters set over
+//! the level's, as the zstd tool's `--zstd=` takes them, of `hlog` (hash
+//! table size, log 2) and `tlen` (target length, the fast strategies'
+//! acceleration), e.g. `hlog=12,tlen=2`.)
 use onitb::solver;
 use std::process::exit;
 use std::time::Instant;
@@ -167,6 +170,19 @@ fn main() {
     let mut unpacker = zstd::bulk::Decompressor::new().expect("a zstd context");
     let mut packer = zstd::bulk::Compressor::new(level).unwrap_or_else(|_| fail("LEVEL: not a zstd level"));
     packer.set_parameter(zstd::zstd_safe::CParameter::ChecksumFlag(true)).expect("checksums");
+    let params = std::env::args().nth(5).unwrap_or_default();
+    for param in params.split(',').filter(|p| !p.is_empty()) {
+        use zstd::zstd_safe::CParameter;
+        let bad = || -> ! { fail(&format!("PARAMS: '{param}' is not hlog=N or tlen=N")) };
+        let (key, value) = param.split_once('=').unwrap_or_else(|| bad());
+        let value: u32 = value.parse().unwrap_or_else(|_| bad());
+        let parameter = match key {
+            "hlog" => CParameter::HashLog(value),
+            "tlen" => CParameter::TargetLength(value),
+            _ => bad(),
+        };
+        packer.set_parameter(parameter).unwrap_or_else(|_| fail(&format!("PARAMS: zstd refuses '{param}'")));
+    }
     let mut totals: Totals = [(0, 0.0, 0.0); 4];
     let mut compact_only: CompactOnly = (0, 0.0, 0.0);
     let (mut frames, mut measured, mut raw_bytes, mut packed_bytes) = (0usize, 0usize, 0usize, 0usize);
@@ -211,7 +227,8 @@ fn main() {
     );
     for ((name, _), (packed, packing, unpacking)) in WAYS.iter().zip(totals) {
         println!(
-            "{name:>12}, level {level}: {:.2} times, packing {:.0} MB/s, unpacking {:.0} MB/s",
+            "{name:>12}, level {level}{}: {:.2} times, packing {:.0} MB/s, unpacking {:.0} MB/s",
+            if params.is_empty() { String::new() } else { format!(" {params}") },
             raw_bytes as f64 / packed as f64,
             raw_bytes as f64 / packing / 1e6,
             raw_bytes as f64 / unpacking / 1e6
