@@ -73,9 +73,17 @@ fn store(way: Way, entries: &[u8], out: &mut Vec<u8>) {
 fn restore(way: Way, stored: &[u8], out: &mut [u8]) -> Option<()> {
     let n = out.len() / ENTRY_BYTES;
     if way == Way::Compact {
-        let mut entries = Vec::with_capacity(out.len());
-        solver::stored_to_entries(stored, n, &mut entries)?;
-        out.copy_from_slice(&entries);
+        // As the solver reads frames: from a buffer with its slack, each
+        // entry straight where it goes.
+        let mut padded = Vec::with_capacity(stored.len() + solver::STORED_SLACK_BYTES);
+        padded.extend_from_slice(stored);
+        padded.resize(stored.len() + solver::STORED_SLACK_BYTES, 0);
+        let mut entries = out.chunks_exact_mut(ENTRY_BYTES);
+        solver::visit_stored(&padded, stored.len(), n, |layout, states| {
+            let e = entries.next().expect("as many entries as asked for");
+            e[..4].copy_from_slice(&(layout as u32).to_le_bytes());
+            e[4..].copy_from_slice(&states.to_le_bytes());
+        })?;
         return Some(());
     }
     if stored.len() != out.len() {

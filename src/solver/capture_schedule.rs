@@ -16,7 +16,7 @@
 //! written and synced at the end of initialisation.
 
 use super::disk::{Appender, DiskError, io_error};
-use super::entries::{self, ENTRY_BYTES, FRAME_BYTES, FRAME_ENTRIES, FRAME_HEADER_BYTES, Unpacker, entry, put_entry};
+use super::entries::{self, ENTRY_BYTES, FRAME_BYTES, FRAME_ENTRIES, FRAME_HEADER_BYTES, Unpacker, put_entry};
 use super::lanes::carve_mut;
 use crate::rules::{ALL_CARD_STATES, CARD_STATES};
 use rayon::prelude::*;
@@ -471,16 +471,27 @@ impl CaptureSchedule {
                 entries::frame_header(header.try_into().expect("a frame header")).map_err(|e| damaged(e.what()))?;
             let start = at + FRAME_HEADER_BYTES;
             let packed = bytes.get(start..start + header.compressed).ok_or(damaged("a frame runs past its chunk"))?;
-            let unpacked = unpacker.unpack(&header, packed).map_err(|e| damaged(e.what()))?;
-            for bytes in unpacked.chunks_exact(ENTRY_BYTES) {
-                let (n, states) = entry(bytes);
+            // The entries are checked before any is visited: a visit writes
+            // at its layout.
+            let mut wrong = None;
+            let check = |n: usize, states: u32| {
                 if n >= layouts {
-                    return Err(damaged("an entry names a layout beyond its group"));
+                    Some("an entry names a layout beyond its group")
+                } else if states == 0 || states & !ALL_CARD_STATES != 0 {
+                    Some("an entry names card states that do not exist")
+                } else {
+                    None
                 }
-                if states == 0 || states & !ALL_CARD_STATES != 0 {
-                    return Err(damaged("an entry names card states that do not exist"));
-                }
-                visit(n, states);
+            };
+            unpacker
+                .for_each(&header, packed, |n, states| match check(n, states) {
+                    None if wrong.is_none() => visit(n, states),
+                    None => {}
+                    Some(what) => wrong = wrong.or(Some(what)),
+                })
+                .map_err(|e| damaged(e.what()))?;
+            if let Some(what) = wrong {
+                return Err(damaged(what));
             }
             seen += header.entries;
             at = start + header.compressed;

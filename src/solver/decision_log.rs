@@ -24,7 +24,7 @@
 //! 4.8 GB a copy, and sat at almost two copies between checkpoints.
 
 use super::disk::{Appender, DiskError, io_error};
-use super::entries::{self, ENTRY_BYTES, FRAME_HEADER_BYTES, FrameHeader, Unpacker, entry};
+use super::entries::{self, FRAME_HEADER_BYTES, FrameHeader, Unpacker};
 use super::flags::PlacementFlags;
 use super::lanes::LaneLayout;
 use crate::rules::ALL_CARD_STATES;
@@ -371,13 +371,13 @@ fn visit_frames(
         }
         buffer.resize(this.compressed, 0);
         read_at(log, buffer, next - this.compressed as u64)?;
-        for bytes in unpacker.unpack(&this, buffer).map_err(|e| damaged(e.what()))?.chunks_exact(ENTRY_BYTES) {
-            let (n, states) = entry(bytes);
+        let visit_in = |n, states| {
             if layouts.contains(&n) {
                 visit(n, states);
                 seen += 1;
             }
-        }
+        };
+        unpacker.for_each(&this, buffer, visit_in).map_err(|e| damaged(e.what()))?;
     }
     Ok(seen)
 }

@@ -40,7 +40,7 @@ mod entries;
 /// The work files' entry codec, for `tools/entry_codec.rs` to measure
 /// (the frames around it stay private).
 #[doc(hidden)]
-pub use entries::{entries_to_stored, stored_to_entries};
+pub use entries::{STORED_SLACK_BYTES, entries_to_stored, stored_to_entries, visit_stored};
 mod flags;
 mod kernel;
 pub mod lanes;
