@@ -18,6 +18,7 @@
 # usage: scripts/ab-instructions.sh BASE [MEN] [extra generate args...]
 #   scripts/ab-instructions.sh HEAD 4
 #   scripts/ab-instructions.sh HEAD 4 --cards Boar,Ox,Elephant,Tiger,Crab
+#   scripts/ab-instructions.sh HEAD 4 --mem 1MiB     (streamed: 25 groups, many batches)
 set -euo pipefail
 base_rev=${1:?usage: scripts/ab-instructions.sh BASE [MEN] [extra generate args...]}
 men=${2:-4}
@@ -32,8 +33,12 @@ trap 'rm -rf "$scratch"' EXIT
 scripts/ab-build.sh "$base_rev" "$scratch"
 printf 'binary\tinstructions\tmispredicted\n'
 for which in base this; do
+  # With --mem among the extra arguments (a streamed run), each binary gets
+  # a work directory of its own.
+  work=()
+  if [[ " $* " == *" --mem "* ]]; then work=(--work "$scratch/work.$which"); fi
   valgrind --tool=callgrind --branch-sim=yes --callgrind-out-file="$scratch/callgrind.$which" \
-    "$scratch/onitb.$which" generate --men "$men" --out "$scratch/out.$which" --quiet --threads 1 "$@" \
+    "$scratch/onitb.$which" generate --men "$men" --out "$scratch/out.$which" --quiet --threads 1 "${work[@]}" "$@" \
     >/dev/null 2>"$scratch/valgrind.$which"
   instructions=$(awk '/I +refs:/ {gsub(/,/, "", $NF); print $NF}' "$scratch/valgrind.$which")
   mispredicted=$(awk '/Mispredicts:/ {gsub(/,/, "", $5); print $5}' "$scratch/valgrind.$which")
