@@ -226,11 +226,8 @@ impl DecisionLog {
     /// entries go to)`, a group's pieces one after another in ascending
     /// first layouts, the first at 0; a piece takes its group's layouts up
     /// to the next piece's first, the group's last piece all the rest.
-    /// `visit(target, depth, layout, states, ahead)` is called for every
-    /// entry of a piece, step by step, `layout` counted from the piece's
-    /// first, `ahead` the layout of the entry [`VISIT_AHEAD_ENTRIES`] after
-    /// it in its frame (or its own, near the frame's end: for the visit to
-    /// ask for that entry's target while it writes this one's); it
+    /// `visit(target, depth, layout, states)` is called for every entry of
+    /// a piece, step by step, `layout` counted from the piece's first; it
     /// returns false for an entry that does not fit the target (a layout
     /// outside the group), which is refused as damage. Pieces are applied
     /// in parallel (an entry of one piece touches only its own target),
@@ -246,7 +243,7 @@ impl DecisionLog {
         &mut self,
         targets: &mut [(usize, usize, T)],
         is_later: impl Fn(usize) -> bool,
-        visit: impl Fn(&mut T, u16, usize, u32, usize) -> bool + Sync,
+        visit: impl Fn(&mut T, u16, usize, u32) -> bool + Sync,
     ) -> Result<(), DiskError> {
         self.flush()?;
         if self.cursors.is_empty() {
@@ -292,20 +289,23 @@ impl DecisionLog {
         let log = (&*file, path.as_path());
         // Per piece, the entries it took of each of its group's chunks.
         let seen: Vec<Vec<u64>> = (targets.par_iter_mut().zip(&slots))
-            .map_init(FrameScratch::new, |scratch, ((_, first, target), &(slot, end))| {
-                let mut seen = Vec::with_capacity(chunks[slot].len());
-                for (depth, _, frames) in &chunks[slot] {
-                    let mut fits = true;
-                    let layouts = *first..end;
-                    seen.push(visit_frames(log, frames.clone(), layouts, scratch, |n, states, ahead| {
-                        fits &= visit(target, *depth, n - *first, states, ahead.saturating_sub(*first))
-                    })?);
-                    if !fits {
-                        return Err(damaged("an entry's layout is outside its group"));
+            .map_init(
+                || (Unpacker::new(), Vec::new()),
+                |(unpacker, buffer), ((_, first, target), &(slot, end))| {
+                    let mut seen = Vec::with_capacity(chunks[slot].len());
+                    for (depth, _, frames) in &chunks[slot] {
+                        let mut fits = true;
+                        let layouts = *first..end;
+                        seen.push(visit_frames(log, frames.clone(), layouts, (unpacker, buffer), |n, states| {
+                            fits &= visit(target, *depth, n - *first, states)
+                        })?);
+                        if !fits {
+                            return Err(damaged("an entry's layout is outside its group"));
+                        }
                     }
-                }
-                Ok(seen)
-            })
+                    Ok(seen)
+                },
+            )
             .collect::<Result<_, DiskError>>()?;
         for (slot, chunks) in chunks.iter().enumerate() {
             for (c, &(_, count, _)) in chunks.iter().enumerate() {
@@ -333,9 +333,8 @@ fn chunk_header(log: (&File, &Path), at: u64) -> Result<(usize, u16, u32, u64), 
 
 /// Calls `visit(layout, states)` for every entry in `layouts` of the
 /// frames that lie in `frames` of the log (a chunk's bytes after its
-/// header), reading one frame at a time into `scratch`; returns how many
-/// entries it visited. `visit` is also given the layout of the entry
-/// [`VISIT_AHEAD_ENTRIES`] later in the frame (its own if there is none). A chunk's entries come in ascending layouts, so a
+/// header), reading one frame at a time into `buffer`; returns how many
+/// entries it visited. A chunk's entries come in ascending layouts, so a
 /// frame holds layouts from its header's first up to the next frame's
 /// first: frames wholly outside `layouts` are not read (an unpacked
 /// frame's first entry is checked against its header).
@@ -343,10 +342,9 @@ fn visit_frames(
     log: (&File, &Path),
     frames: Range<u64>,
     layouts: Range<usize>,
-    scratch: &mut FrameScratch,
-    mut visit: impl FnMut(usize, u32, usize),
+    (unpacker, buffer): (&mut Unpacker, &mut Vec<u8>),
+    mut visit: impl FnMut(usize, u32),
 ) -> Result<u64, DiskError> {
-    let FrameScratch { unpacker, compressed: buffer, entries } = scratch;
     let damaged = |what| DiskError::Damaged { path: log.1.to_path_buf(), what };
     let header_at = |at: u64| -> Result<Option<FrameHeader>, DiskError> {
         if at >= frames.end {
@@ -373,39 +371,15 @@ fn visit_frames(
         }
         buffer.resize(this.compressed, 0);
         read_at(log, buffer, next - this.compressed as u64)?;
-        entries.clear();
-        let unpacked = unpacker.for_each(&this, buffer, |n, states| entries.push((n, states)));
-        unpacked.map_err(|e| damaged(e.what()))?;
-        for (k, &(n, states)) in entries.iter().enumerate() {
+        let visit_in = |n, states| {
             if layouts.contains(&n) {
-                let ahead = entries.get(k + VISIT_AHEAD_ENTRIES).map_or(n, |e| e.0);
-                visit(n, states, ahead);
+                visit(n, states);
                 seen += 1;
             }
-        }
+        };
+        unpacker.for_each(&this, buffer, visit_in).map_err(|e| damaged(e.what()))?;
     }
     Ok(seen)
-}
-
-/// How many entries ahead [`visit_frames`] names to its visit: finishing
-/// asks for the value bytes of that entry's layout while it writes this
-/// one's. (Asking for the bytes a fixed distance ahead in the layouts
-/// missed them where entries lie far apart.)
-const VISIT_AHEAD_ENTRIES: usize = 8;
-
-/// What [`visit_frames`] reads a frame with, made once per thread: the
-/// unpacker, the frame's compressed bytes and its entries.
-struct FrameScratch {
-    unpacker: Unpacker,
-    compressed: Vec<u8>,
-    entries: Vec<(usize, u32)>,
-}
-
-impl FrameScratch {
-    fn new() -> FrameScratch {
-        let entries = Vec::with_capacity(entries::FRAME_ENTRIES);
-        FrameScratch { unpacker: Unpacker::new(), compressed: Vec::new(), entries }
-    }
 }
 
 /// (group, depth, entries, bytes) of a chunk header.
@@ -451,7 +425,7 @@ impl LandingChunks {
         let damaged = |what| DiskError::Damaged { path: self.path.clone(), what };
         let log = (&self.file, self.path.as_path());
         let start = layout.span(groups.clone()).start;
-        let (mut scratch, mut bytes_read) = (FrameScratch::new(), 0u64);
+        let (mut unpacker, mut buffer, mut bytes_read) = (Unpacker::new(), Vec::new(), 0u64);
         for g in groups {
             let Some(at) = self.at[g] else { continue };
             let (group, _, count, bytes) = chunk_header(log, at)?;
@@ -464,7 +438,7 @@ impl LandingChunks {
             let mut stray = false;
             let frames = at + HEADER_BYTES as u64..at + HEADER_BYTES as u64 + bytes;
             let mut marker = blocks.marker(words_at + first);
-            let seen = visit_frames(log, frames, 0..usize::MAX, &mut scratch, |n, states, _| {
+            let seen = visit_frames(log, frames, 0..usize::MAX, (&mut unpacker, &mut buffer), |n, states| {
                 if n >= group_words.len() {
                     stray = true;
                     return;
@@ -537,7 +511,7 @@ mod tests {
         log.append(3, &[1, 2]).unwrap();
         log.append(5, &[9]).unwrap();
         let rank = |g: usize| [8, 3, 5].iter().position(|&x| x == g).unwrap();
-        let push = |seen: &mut Vec<_>, d, n, s, _| {
+        let push = |seen: &mut Vec<_>, d, n, s| {
             seen.push((d, n, s));
             true
         };
@@ -607,7 +581,7 @@ mod tests {
         let frames: Vec<&[u8]> = parts.iter().map(|frames| &frames[..]).collect();
         log.append_encoded(2, (&frames, count)).unwrap();
         let mut targets = vec![(2, 0, Vec::new())];
-        let push = |seen: &mut Vec<_>, _, n, s, _| {
+        let push = |seen: &mut Vec<_>, _, n, s| {
             seen.push((n, s));
             true
         };
@@ -661,7 +635,7 @@ mod tests {
             log.append_encoded(1, (&frames, count)).unwrap();
         }
         let mark = log.sync().unwrap();
-        let push = |seen: &mut Vec<_>, d, n, s, _| {
+        let push = |seen: &mut Vec<_>, d, n, s| {
             seen.push((d, n, s));
             true
         };
@@ -706,29 +680,18 @@ mod tests {
         let decided: Vec<u32> = (0..100_000u32).map(|n| if n % 3 == 1 { 0 } else { n | 1 }).collect();
         log.begin_step(7);
         log.append(4, &decided).unwrap();
-        let mut targets = vec![(4, 0, (Vec::new(), Vec::new()))];
+        let mut targets = vec![(4, 0, Vec::new())];
         log.apply(
             &mut targets,
             |_| false,
-            |(seen, aheads), d, n, s, ahead| {
+            |seen, d, n, s| {
                 seen.push((d, n, s));
-                aheads.push(ahead);
                 true
             },
         )
         .unwrap();
         let wanted: Vec<_> = (0..decided.len()).filter(|&n| decided[n] != 0).map(|n| (7, n, decided[n])).collect();
-        let (seen, aheads) = &targets[0].2;
-        assert_eq!(seen, &wanted);
-        // Each entry names the one VISIT_AHEAD_ENTRIES on in its frame
-        // (frames of FRAME_ENTRIES entries from the chunk's start), or
-        // itself where its frame has no such entry.
-        assert!(wanted.len() > 2 * entries::FRAME_ENTRIES, "several frames");
-        for (k, &ahead) in aheads.iter().enumerate() {
-            let on = k + VISIT_AHEAD_ENTRIES;
-            let same_frame = on / entries::FRAME_ENTRIES == k / entries::FRAME_ENTRIES && on < wanted.len();
-            assert_eq!(ahead, if same_frame { wanted[on].1 } else { wanted[k].1 }, "entry {k}");
-        }
+        assert_eq!(targets[0].2, wanted);
     }
 
     /// Incompressible entries (every layout decided, states at random)
@@ -755,7 +718,7 @@ mod tests {
         log.apply(
             &mut targets,
             |_| false,
-            |seen, _, n, s, _| {
+            |seen, _, n, s| {
                 seen.push((n, s));
                 true
             },
@@ -769,7 +732,7 @@ mod tests {
         bytes[middle] ^= 0x40;
         std::fs::write(&path, &bytes).unwrap();
         let mut log = DecisionLog::reopen(&path, mark, 16).unwrap();
-        let result = log.apply(&mut [(0, 0, ())], |_| false, |_, _, _, _, _| true);
+        let result = log.apply(&mut [(0, 0, ())], |_| false, |_, _, _, _| true);
         assert!(matches!(result, Err(DiskError::Damaged { .. })), "{:?}", result.err());
     }
 

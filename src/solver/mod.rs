@@ -91,6 +91,10 @@ use work_files::MaterialFiles;
 /// small enough to balance two to many cores.
 const UNIT_PLACEMENTS: u64 = 512;
 
+/// How far ahead of the entry being applied finishing asks for a streamed
+/// pair's value bytes (about 68 one-byte layouts).
+const LOG_APPLY_AHEAD_BYTES: usize = 2048;
+
 #[derive(Debug, Error)]
 pub enum SolveError {
     #[error("table size must be 1..={MAX_PIECES_PER_SIDE} pieces per side, got {0}")]
@@ -2423,14 +2427,14 @@ fn finish_batch(
     work.files().log().apply(
         &mut targets,
         |g| rank[g] > last,
-        |values, depth, layout, states, ahead| {
+        |values, depth, layout, states| {
             let value = if depth % 2 == 1 { Value::Win(depth) } else { Value::Loss(depth) };
             let n = layout * layout_bytes;
-            // Ask for the bytes of an entry a few ahead, which the blend
-            // below will load (its load had been half the samples of
-            // applying the log, docs/BENCHMARKS.md, session 68; a chunk's
-            // entries come in layout order, with gaps).
-            if let Some(ahead) = values.get(ahead * layout_bytes..) {
+            // A chunk's entries come in layout order, with gaps: ask for
+            // the bytes a little ahead, which the blend below loads (its
+            // load had been half the samples of applying the log; 4096
+            // bytes ahead gained no more; docs/BENCHMARKS.md, session 68).
+            if let Some(ahead) = values.get(n + LOG_APPLY_AHEAD_BYTES..) {
                 crate::cache_hint::prefetch(ahead);
             }
             let Some(layout_values) = values.get_mut(n..n + layout_bytes) else { return false };
