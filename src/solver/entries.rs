@@ -449,17 +449,22 @@ impl Unpacker {
 mod tests {
     use super::*;
 
+    /// A xorshift generator from `seed`: the tests' random entries.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
     /// Frames give back their entries whatever the order of the layouts
     /// (differences wrap), across frame boundaries too.
     #[test]
     fn frames_round_trip_entries_in_any_order() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u32
-        };
+        let mut random = xorshift(0x2545_f491_4f6c_dd1d);
+        let mut next = || random() as u32;
         let ascending: Vec<(usize, u32)> = (0..FRAME_ENTRIES + 77).map(|n| (3 * n + 1, next() >> 2)).collect();
         let scattered: Vec<(usize, u32)> = (0..1000).map(|_| (next() as usize, next())).collect();
         // Runs of consecutive layouts with the same states, as a log has.
@@ -555,13 +560,7 @@ mod tests {
     /// entry counts around theirs.
     #[test]
     fn the_fast_writer_and_reader_agree_with_their_definitions() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let plain_store = |entries: &[(usize, u32)]| {
             let (mut stored, mut last, mut last_states) = (Vec::new(), 0u32, None);
             for &(layout, states) in entries {
