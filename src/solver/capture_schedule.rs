@@ -471,8 +471,8 @@ impl CaptureSchedule {
                 entries::frame_header(header.try_into().expect("a frame header")).map_err(|e| damaged(e.what()))?;
             let start = at + FRAME_HEADER_BYTES;
             let packed = bytes.get(start..start + header.compressed).ok_or(damaged("a frame runs past its chunk"))?;
-            // The entries are checked before any is visited: a visit writes
-            // at its layout.
+            // Each entry is checked before it is visited (a visit writes at
+            // its layout), and none after a bad one is.
             let mut wrong = None;
             let check = |n: usize, states: u32| {
                 if n >= layouts {
