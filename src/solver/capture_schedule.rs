@@ -483,13 +483,15 @@ impl CaptureSchedule {
                     None
                 }
             };
-            unpacker
-                .for_each(&header, packed, |n, states| match check(n, states) {
-                    None if wrong.is_none() => visit(n, states),
-                    None => {}
-                    Some(what) => wrong = wrong.or(Some(what)),
-                })
-                .map_err(|e| damaged(e.what()))?;
+            let visit_checked = |n, states| {
+                if wrong.is_none() {
+                    wrong = check(n, states);
+                    if wrong.is_none() {
+                        visit(n, states);
+                    }
+                }
+            };
+            unpacker.for_each(&header, packed, visit_checked).map_err(|e| damaged(e.what()))?;
             if let Some(what) = wrong {
                 return Err(damaged(what));
             }
