@@ -26,7 +26,7 @@
 use super::disk::{Appender, DiskError, io_error};
 use super::entries::{self, FRAME_HEADER_BYTES, FrameHeader, Unpacker};
 use super::flags::PlacementFlags;
-use super::lanes::LaneLayout;
+use super::lanes::{LaneLayout, SEGMENT_ALIGN_BYTES};
 use crate::rules::ALL_CARD_STATES;
 use rayon::prelude::*;
 use std::fs::File;
@@ -34,10 +34,26 @@ use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-/// Bytes gathered before they are written (with O_DIRECT, see
-/// [`Appender`]): allocated once per streamed material (part of the fixed
-/// overhead that DESIGN.md states).
-const BUFFER_BYTES: usize = 256 << 10;
+/// The fewest bytes a log gathers before it writes them (with O_DIRECT,
+/// see [`Appender`]), and the most: see [`buffer_bytes`].
+pub(super) const MIN_BUFFER_BYTES: usize = 256 << 10;
+const MAX_BUFFER_BYTES: usize = 2 << 20;
+
+/// Bytes a log gathers before it writes them, for a run whose streamed
+/// I/O blocks are `io_block_bytes` (two buffers of it per streamed
+/// material: part of the fixed overhead that DESIGN.md states). A step's
+/// job appends its decisions in one go while it settles, on the workers'
+/// chain, and each buffer's write waits behind the window's requests in
+/// flight, which are as large as the I/O blocks (a 128th of the budget,
+/// up to 1 MiB). So twice an I/O block, within 256 KiB and 2 MiB: at 8
+/// men with 1 GiB, 256 KiB buffers had 4v4's steps to depth 10 settle in
+/// 10.3-10.8 s, 2 MiB ones in 4.5-5.1 s (docs/BENCHMARKS.md, session 91),
+/// and small budgets keep the small buffers they had.
+pub(super) fn buffer_bytes(io_block_bytes: usize) -> usize {
+    let bytes = (2 * io_block_bytes).clamp(MIN_BUFFER_BYTES, MAX_BUFFER_BYTES);
+    assert!(bytes.is_multiple_of(SEGMENT_ALIGN_BYTES as usize), "an O_DIRECT buffer is whole units");
+    bytes
+}
 const HEADER_BYTES: usize = 16;
 
 /// Where a log stands at a checkpoint: its length and the start of each
@@ -65,16 +81,17 @@ pub(super) struct DecisionLog {
 
 impl DecisionLog {
     /// Creates an empty log (a fresh start of the pair) of a material with
-    /// `groups` groups.
-    pub fn create(path: &Path, groups: usize) -> Result<DecisionLog, DiskError> {
-        let appender = Appender::create(path, BUFFER_BYTES)?;
+    /// `groups` groups, gathering `buffer_bytes` ([`buffer_bytes`]) before
+    /// it writes them.
+    pub fn create(path: &Path, groups: usize, buffer_bytes: usize) -> Result<DecisionLog, DiskError> {
+        let appender = Appender::create(path, buffer_bytes)?;
         let file = File::open(path).map_err(|e| io_error("open", path, e))?;
         Ok(DecisionLog::with((file, appender), path, LogMark { bytes: 0, segments: Vec::new() }, groups))
     }
 
     /// Opens the log a checkpoint names, cut back to its length there (a
     /// killed run may have appended more; the resumed run appends it again).
-    pub fn reopen(path: &Path, mark: LogMark, groups: usize) -> Result<DecisionLog, DiskError> {
+    pub fn reopen(path: &Path, mark: LogMark, groups: usize, buffer_bytes: usize) -> Result<DecisionLog, DiskError> {
         let file = File::open(path).map_err(|e| io_error("open", path, e))?;
         let found = file.metadata().map_err(|e| io_error("inspect", path, e))?.len();
         let sorted = mark.segments.windows(2).all(|w| w[0].1 <= w[1].1);
@@ -82,7 +99,7 @@ impl DecisionLog {
             let what = "shorter than the checkpoint records";
             return Err(DiskError::Damaged { path: path.to_path_buf(), what });
         }
-        let appender = Appender::reopen(path, mark.bytes, BUFFER_BYTES)?;
+        let appender = Appender::reopen(path, mark.bytes, buffer_bytes)?;
         let mut log = DecisionLog::with((file, appender), path, mark, groups);
         // Where the last loss step's chunks are, from their headers.
         let last_loss = log.segments.iter().rposition(|s| s.0 % 2 == 0);
@@ -489,13 +506,24 @@ fn nonzero_words(words: &[u32]) -> impl Iterator<Item = (usize, u32)> + '_ {
 mod tests {
     use super::*;
 
+    /// Twice the I/O block, within the bounds: the 8-men run's 1 MiB blocks
+    /// get 2 MiB, the smallest budgets' blocks the 256 KiB of before.
+    #[test]
+    fn the_buffer_is_twice_the_io_block_within_bounds() {
+        assert_eq!(buffer_bytes(1 << 20), 2 << 20);
+        assert_eq!(buffer_bytes(256 << 10), 512 << 10);
+        assert_eq!(buffer_bytes(16 << 10), MIN_BUFFER_BYTES);
+        assert_eq!(buffer_bytes(0), MIN_BUFFER_BYTES);
+        assert_eq!(buffer_bytes(64 << 20), MAX_BUFFER_BYTES);
+    }
+
     /// Two steps over groups 3, 5 and 8 (schedule order 8, 3, 5), applied
     /// in two batches, after a reopen that cuts off a killed run's tail.
     #[test]
     fn entries_come_back_per_batch_in_step_order() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log");
-        let mut log = DecisionLog::create(&path, 16).unwrap();
+        let mut log = DecisionLog::create(&path, 16, MIN_BUFFER_BYTES).unwrap();
         log.begin_step(1);
         log.append(8, &[0, 5, 0]).unwrap();
         log.append(3, &[0, 0]).unwrap();
@@ -505,7 +533,7 @@ mod tests {
         log.append(3, &[1, 2]).unwrap();
         log.append(5, &[9]).unwrap();
         // A resumed run starts again from the mark.
-        let mut log = DecisionLog::reopen(&path, mark.clone(), 16).unwrap();
+        let mut log = DecisionLog::reopen(&path, mark.clone(), 16, MIN_BUFFER_BYTES).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), mark.bytes);
         log.begin_step(2);
         log.append(3, &[1, 2]).unwrap();
@@ -550,7 +578,7 @@ mod tests {
     #[test]
     fn a_chunk_encoded_in_parts_comes_back_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let mut log = DecisionLog::create(&dir.path().join("log"), 4).unwrap();
+        let mut log = DecisionLog::create(&dir.path().join("log"), 4, MIN_BUFFER_BYTES).unwrap();
         let (block_words, placements) = (4, 30_000);
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let decided: Vec<u32> = (0..placements * block_words)
@@ -576,7 +604,7 @@ mod tests {
             parts.push(frames);
             count += n;
         }
-        assert!(parts.iter().any(|frames| frames.len() > BUFFER_BYTES), "a part longer than the appender's buffer");
+        assert!(parts.iter().any(|frames| frames.len() > MIN_BUFFER_BYTES), "a part longer than the appender's buffer");
         log.begin_step(5);
         let frames: Vec<&[u8]> = parts.iter().map(|frames| &frames[..]).collect();
         log.append_encoded(2, (&frames, count)).unwrap();
@@ -603,7 +631,7 @@ mod tests {
     fn a_group_applied_in_pieces_gives_each_its_entries() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log");
-        let mut log = DecisionLog::create(&path, 4).unwrap();
+        let mut log = DecisionLog::create(&path, 4, MIN_BUFFER_BYTES).unwrap();
         let layouts = 3 * entries::FRAME_ENTRIES + 1000;
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         let steps: Vec<Vec<u32>> = (0..3)
@@ -640,7 +668,7 @@ mod tests {
             true
         };
         for firsts in [vec![0], vec![0, 7000], vec![0, 1, 16_384, 16_385, 25_000, 40_000, layouts + 5]] {
-            let mut log = DecisionLog::reopen(&path, mark.clone(), 4).unwrap();
+            let mut log = DecisionLog::reopen(&path, mark.clone(), 4, MIN_BUFFER_BYTES).unwrap();
             let mut targets: Vec<_> = firsts.iter().map(|&first| (1, first, Vec::new())).collect();
             log.apply(&mut targets, |_| false, push).unwrap();
             for (k, (_, first, got)) in targets.iter().enumerate() {
@@ -665,7 +693,7 @@ mod tests {
         bytes[second + 8] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
         for firsts in [vec![0], vec![0, 7000]] {
-            let mut log = DecisionLog::reopen(&path, mark.clone(), 4).unwrap();
+            let mut log = DecisionLog::reopen(&path, mark.clone(), 4, MIN_BUFFER_BYTES).unwrap();
             let mut targets: Vec<_> = firsts.iter().map(|&first| (1, first, Vec::new())).collect();
             let result = log.apply(&mut targets, |_| false, push);
             assert!(matches!(result, Err(DiskError::Damaged { .. })), "{firsts:?}: {:?}", result.err());
@@ -676,7 +704,7 @@ mod tests {
     #[test]
     fn long_chunks_come_back_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let mut log = DecisionLog::create(&dir.path().join("log"), 16).unwrap();
+        let mut log = DecisionLog::create(&dir.path().join("log"), 16, MIN_BUFFER_BYTES).unwrap();
         let decided: Vec<u32> = (0..100_000u32).map(|n| if n % 3 == 1 { 0 } else { n | 1 }).collect();
         log.begin_step(7);
         log.append(4, &decided).unwrap();
@@ -701,7 +729,7 @@ mod tests {
     fn incompressible_chunks_fit_their_bound_and_damage_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log");
-        let mut log = DecisionLog::create(&path, 16).unwrap();
+        let mut log = DecisionLog::create(&path, 16, MIN_BUFFER_BYTES).unwrap();
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
         let decided: Vec<u32> = (0..2 * entries::FRAME_ENTRIES + 5)
             .map(|_| {
@@ -731,7 +759,7 @@ mod tests {
         let middle = bytes.len() / 2;
         bytes[middle] ^= 0x40;
         std::fs::write(&path, &bytes).unwrap();
-        let mut log = DecisionLog::reopen(&path, mark, 16).unwrap();
+        let mut log = DecisionLog::reopen(&path, mark, 16, MIN_BUFFER_BYTES).unwrap();
         let result = log.apply(&mut [(0, 0, ())], |_| false, |_, _, _, _| true);
         assert!(matches!(result, Err(DiskError::Damaged { .. })), "{:?}", result.err());
     }
@@ -740,12 +768,12 @@ mod tests {
     fn a_log_shorter_than_its_mark_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log");
-        let mut log = DecisionLog::create(&path, 16).unwrap();
+        let mut log = DecisionLog::create(&path, 16, MIN_BUFFER_BYTES).unwrap();
         log.begin_step(1);
         log.append(0, &[1]).unwrap();
         let mut mark = log.sync().unwrap();
         mark.bytes += 1;
-        assert!(matches!(DecisionLog::reopen(&path, mark, 16), Err(DiskError::Damaged { .. })));
+        assert!(matches!(DecisionLog::reopen(&path, mark, 16, MIN_BUFFER_BYTES), Err(DiskError::Damaged { .. })));
     }
 
     /// A win step reads the last loss step's chunks as `fresh`, laid out
@@ -764,7 +792,7 @@ mod tests {
         let decided = |g: usize, salt: u32| -> Vec<u32> {
             (0..layouts(g) as u32).map(|n| (n % 3 == 0) as u32 * (n + salt)).collect()
         };
-        let mut log = DecisionLog::create(&path, groups).unwrap();
+        let mut log = DecisionLog::create(&path, groups, MIN_BUFFER_BYTES).unwrap();
         log.begin_step(0);
         log.append(a, &decided(a, 1)).unwrap();
         log.begin_step(1);
@@ -802,7 +830,7 @@ mod tests {
         let read = log.landing_chunks().unwrap().fill(0..groups, &layout, &mut words, (&mut blocks, 0)).unwrap();
         assert!(read > 0);
         expect(&words, &blocks, 0..groups);
-        let mut log = DecisionLog::reopen(&path, mark.clone(), groups).unwrap();
+        let mut log = DecisionLog::reopen(&path, mark.clone(), groups, MIN_BUFFER_BYTES).unwrap();
         words.fill(7);
         let mut blocks = flags();
         log.landing_chunks().unwrap().fill(0..groups, &layout, &mut words, (&mut blocks, 0)).unwrap();
@@ -824,7 +852,7 @@ mod tests {
         assert!((0..words.len()).step_by(4).all(|at| !blocks.get(at)));
         // A chunk header damaged on disk is refused, not read as another
         // group's chunk.
-        let mut log = DecisionLog::reopen(&path, mark.clone(), groups).unwrap();
+        let mut log = DecisionLog::reopen(&path, mark.clone(), groups, MIN_BUFFER_BYTES).unwrap();
         let chunks = log.landing_chunks().unwrap();
         let mut bytes = std::fs::read(&path).unwrap();
         let step2 = mark.segments[2].1 as usize;

@@ -276,7 +276,8 @@ impl DiskIo {
         self.io.open(&file.path, false).map_err(DiskError::Block)
     }
 
-    fn block_bytes(&self) -> usize {
+    /// The bytes of each buffer, the most one request moves.
+    pub fn block_bytes(&self) -> usize {
         self.pool.buffer_bytes()
     }
 

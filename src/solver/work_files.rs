@@ -26,7 +26,7 @@
 
 use super::PairPlan;
 use super::capture_schedule::{self, CaptureSchedule};
-use super::decision_log::{DecisionLog, LogMark};
+use super::decision_log::{self, DecisionLog, LogMark};
 use super::disk::{DiskError, DiskIo, LaneFile, Punched, slot_path};
 use super::lanes::{Lane, LaneLayout};
 use crate::blockio::FileId;
@@ -139,7 +139,8 @@ impl MaterialFiles {
         groups: usize,
         disk: &mut DiskIo,
     ) -> Result<MaterialFiles, DiskError> {
-        let log = DecisionLog::create(&log_path(dir, material), groups)?;
+        let buffer_bytes = decision_log::buffer_bytes(disk.block_bytes());
+        let log = DecisionLog::create(&log_path(dir, material), groups, buffer_bytes)?;
         let schedule = CaptureSchedule::create(dir, material, groups)?;
         MaterialFiles::open(dir, material, planes, vec![0; groups], (log, schedule, true), disk)
     }
@@ -154,7 +155,8 @@ impl MaterialFiles {
         mark: LogMark,
         disk: &mut DiskIo,
     ) -> Result<MaterialFiles, DiskError> {
-        let log = DecisionLog::reopen(&log_path(dir, material), mark, kept.len())?;
+        let buffer_bytes = decision_log::buffer_bytes(disk.block_bytes());
+        let log = DecisionLog::reopen(&log_path(dir, material), mark, kept.len(), buffer_bytes)?;
         let schedule = CaptureSchedule::reopen(dir, material, kept.len())?;
         MaterialFiles::open(dir, material, planes, kept, (log, schedule, false), disk)
     }
