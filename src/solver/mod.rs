@@ -41,6 +41,10 @@ mod entries;
 /// (the frames around it stay private).
 #[doc(hidden)]
 pub use entries::{STORED_SLACK_BYTES, entries_to_stored, stored_to_entries, visit_stored};
+mod finish;
+mod finished;
+pub use finished::{FinishedMaterial, UNPACK_BATCH_BYTES_DEFAULT};
+use finished::{FinishedValues, open_finished};
 mod flags;
 mod kernel;
 pub mod lanes;
@@ -58,7 +62,7 @@ pub use work_files::{WORK_DISK_BYTES_PER_LAYOUT, WorkDiskOutlook, work_disk_outl
 use crate::blockio::{IoBackendKind, IoChoice};
 use crate::index::{Material, MaterialIndex};
 use crate::rules::{ALL_CARD_STATES, CARD_STATES, MAX_PIECES_PER_SIDE, Rules};
-use crate::table::{SolvedMaterial, Table};
+use crate::table::Table;
 use crate::value::{MAX_LOSS_PLIES, Value, ValueWidth};
 pub use checkpoint::PairTime;
 use checkpoint::{Checkpoint, PairRecord, WorkRecord};
@@ -90,10 +94,6 @@ use work_files::MaterialFiles;
 /// Placements per unit of parallel work: big enough to amortise scheduling,
 /// small enough to balance two to many cores.
 const UNIT_PLACEMENTS: u64 = 512;
-
-/// How far ahead of the entry being applied finishing asks for a streamed
-/// pair's value bytes (about 68 one-byte layouts).
-const LOG_APPLY_AHEAD_BYTES: usize = 2048;
 
 #[derive(Debug, Error)]
 pub enum SolveError {
@@ -530,183 +530,6 @@ fn plane_span(layout: &LaneLayout) -> Span<'_> {
 /// A whole value lane as a region.
 fn value_span(layout: &LaneLayout) -> Span<'_> {
     Span { layout, first_byte: 0, element_bytes: 1 }
-}
-
-/// Value bytes [`FinishedMaterial::for_each_chunk`] unpacks at once where
-/// no budget says otherwise: making the whole table in memory, or writing
-/// shards without `--mem`.
-pub const UNPACK_BATCH_BYTES_DEFAULT: usize = 64 << 20;
-
-/// A finished material: its value lane, in memory or packed in the work
-/// directory.
-pub struct FinishedMaterial {
-    index: MaterialIndex,
-    values_layout: LaneLayout,
-    values: FinishedValues,
-    /// Bytes per state of `values` (see `value::ValueWidth`).
-    width: ValueWidth,
-}
-
-enum FinishedValues {
-    Resident(Vec<u8>),
-    Packed(PackedValues),
-}
-
-impl FinishedMaterial {
-    pub fn material(&self) -> Material {
-        self.index.material
-    }
-
-    /// Bytes per state of the values [`Self::for_each_chunk`] hands out.
-    pub fn width(&self) -> ValueWidth {
-        self.width
-    }
-
-    pub fn index(&self) -> &MaterialIndex {
-        &self.index
-    }
-
-    /// Hands the value bytes, without segment padding and in layout order,
-    /// to `sink` a group segment or a batch of them at a time. Packed
-    /// values are unpacked a batch of consecutive groups at a time, in
-    /// parallel (one zstd stream runs at about 1 GB/s, and a shard writer's
-    /// compression would wait on it): at most `batch_bytes` or one group in
-    /// memory.
-    pub fn for_each_chunk<E: From<SolveError>>(
-        &self,
-        batch_bytes: usize,
-        mut sink: impl FnMut(&[u8]) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let segments: Vec<Range<usize>> = (0..self.index.groups().len())
-            .map(|g| {
-                let segment = self.values_layout.segment(g);
-                segment.start as usize..segment.end as usize
-            })
-            .collect();
-        let packed = match &self.values {
-            FinishedValues::Resident(values) => {
-                return segments.into_iter().try_for_each(|segment| sink(&values[segment]));
-            }
-            FinishedValues::Packed(packed) => packed,
-        };
-        // One buffer for every batch, carved into its groups' segments.
-        let largest = segments.iter().map(|s| s.len()).max().unwrap_or(0);
-        let total: usize = segments.iter().map(|s| s.len()).sum();
-        let mut buffer = vec![0u8; batch_bytes.max(largest).min(total)];
-        let mut first = 0;
-        while first < segments.len() {
-            let mut end = first + 1;
-            let mut bytes = segments[first].len();
-            while end < segments.len() && bytes + segments[end].len() <= batch_bytes {
-                bytes += segments[end].len();
-                end += 1;
-            }
-            let in_batch = segments[first..end].iter().scan(0, |at, segment| {
-                *at += segment.len();
-                Some(*at - segment.len()..*at)
-            });
-            carve_mut(&mut buffer[..bytes], in_batch)
-                .par_iter_mut()
-                .zip(first..end)
-                .try_for_each(|(slice, g)| packed.read_group(g, slice))
-                .map_err(SolveError::from)?;
-            sink(&buffer[..bytes])?;
-            first = end;
-        }
-        Ok(())
-    }
-
-    /// Hands the value bytes, in layout order, to `sink` in pieces of
-    /// exactly `piece_bytes` (the last one the rest), on this thread, through
-    /// one buffer of that size: what a writer beside a running solve may
-    /// hold, whatever the groups' sizes (a 4v4 group's values are 96 MB).
-    pub fn for_each_piece<E: From<SolveError>>(
-        &self,
-        piece_bytes: usize,
-        mut sink: impl FnMut(&[u8]) -> Result<(), E>,
-    ) -> Result<(), E> {
-        assert!(piece_bytes > 0, "pieces hold bytes");
-        let total: u64 =
-            (0..self.index.groups().len()).map(|g| self.values_layout.segment(g)).map(|s| s.end - s.start).sum();
-        let mut piece = vec![0u8; piece_bytes.min(total as usize).max(1)];
-        let mut filled = 0;
-        for g in 0..self.index.groups().len() {
-            match &self.values {
-                FinishedValues::Resident(values) => {
-                    let segment = self.values_layout.segment(g);
-                    let mut rest = &values[segment.start as usize..segment.end as usize];
-                    while !rest.is_empty() {
-                        let take = rest.len().min(piece.len() - filled);
-                        piece[filled..filled + take].copy_from_slice(&rest[..take]);
-                        (filled, rest) = (filled + take, &rest[take..]);
-                        if filled == piece.len() {
-                            sink(&piece)?;
-                            filled = 0;
-                        }
-                    }
-                }
-                FinishedValues::Packed(packed) => {
-                    packed.read_group_pieces(g, (&mut piece, &mut filled), &mut sink, |e| SolveError::from(e).into())?
-                }
-            }
-        }
-        if filled > 0 { sink(&piece[..filled]) } else { Ok(()) }
-    }
-
-    /// A material an earlier pair of this run (or an earlier run) finished,
-    /// opened again from its packed values in the work directory `dir`:
-    /// a handle of its own, for reading beside the solve.
-    pub fn open(dir: &Path, material: Material) -> Result<FinishedMaterial, SolveError> {
-        open_finished(dir, material)
-    }
-
-    fn is_packed(&self) -> bool {
-        matches!(self.values, FinishedValues::Packed(_))
-    }
-
-    /// The values in memory of their own, at `width` (value bytes are
-    /// widened for a pair solved in words; words are never narrowed): what
-    /// a resident pair reads its captures from. Counts what is read from
-    /// packed values in `io`.
-    fn loaded(&self, width: ValueWidth, io: &mut IoTotals) -> Result<(LaneLayout, AlignedBuf), SolveError> {
-        let layout = value_layout(&self.index, width);
-        let len = layout.total_bytes() as usize;
-        let mut buffer = AlignedBuf::zeroed(len)?;
-        let groups: Vec<usize> = (0..self.index.groups().len()).collect();
-        if let FinishedValues::Packed(packed) = &self.values {
-            io.bytes_read += packed.packed_bytes(groups.iter().copied());
-        }
-        match (&self.values, self.width == width) {
-            (FinishedValues::Packed(packed), true) => {
-                unpack_groups(packed, &layout, (&groups, 0), &mut buffer.bytes_mut()[..len])?;
-            }
-            (_, same) => {
-                assert!(!same && width == ValueWidth::Word, "captured values are widened, never narrowed");
-                // Chunks hold whole groups' segments, in group order.
-                let mut groups = groups.into_iter();
-                self.for_each_chunk(UNPACK_BATCH_BYTES_DEFAULT, |mut chunk| {
-                    while !chunk.is_empty() {
-                        let g = groups.next().expect("chunks hold the material's groups");
-                        let (from, to) = (self.values_layout.segment(g), layout.segment(g));
-                        let (bytes, rest) = chunk.split_at((from.end - from.start) as usize);
-                        widen_segment(bytes, &mut buffer.bytes_mut()[to.start as usize..to.end as usize]);
-                        chunk = rest;
-                    }
-                    Ok::<_, SolveError>(())
-                })?;
-            }
-        }
-        Ok((layout, buffer))
-    }
-
-    fn into_solved(self) -> Result<SolvedMaterial, SolveError> {
-        let mut values = Vec::with_capacity(self.index.layouts() as usize * CARD_STATES);
-        self.for_each_chunk(UNPACK_BATCH_BYTES_DEFAULT, |chunk| {
-            values.extend_from_slice(chunk);
-            Ok::<_, SolveError>(())
-        })?;
-        Ok(SolvedMaterial { index: self.index, values, width: self.width })
-    }
 }
 
 /// The layout of a material's value lane with values of `width` (30 of them
@@ -1228,18 +1051,6 @@ fn step_values<'v>(
         }
         ValueMode::Logged { due, .. } => StepValues::Logged(due(g).then_some(due_states)),
     }
-}
-
-/// Runs `finish(g, won, lost, values)` (`kernel::finish`: undecided
-/// states become draws) on each resident group's planes and value bytes,
-/// groups in parallel.
-fn run_finish(groups: &[usize], own: Own, finish: impl Fn(usize, &[u32], &[u32], &mut [u8]) + Sync) {
-    let values = carve_mut(own.values, groups.iter().map(|&g| own.value_map.elements(g)));
-    let (won, lost) = (&*own.won, &*own.lost);
-    groups.par_iter().zip(values).for_each(|(&g, values)| {
-        let r = own.plane_map.elements(g);
-        finish(g, &won[r.clone()], &lost[r], values);
-    });
 }
 
 /// Where a pass's undecided counts per group come from.
@@ -2231,224 +2042,6 @@ fn pair_mut<T>(pair: &mut [T], i: usize) -> (&mut T, &mut T) {
     if i == 0 { (a, b) } else { (b, a) }
 }
 
-/// Undecided states become draws. Streamed, this is where the value bytes
-/// are first made: from the planes (holes, initialisation's decisions,
-/// draws), then the decision log over them, and packed into the work
-/// directory (`packed_values`) a batch at a time.
-fn finish(
-    moves: &MoveTable,
-    work: &mut Work,
-    window: Option<(&mut Window, &mut DiskIo)>,
-    narrow: bool,
-    progress: &(dyn Fn(Progress) + Sync),
-) -> Result<(), SolveError> {
-    let all: Vec<usize> = (0..work.index.groups().len()).collect();
-    match window {
-        None => {
-            let Work { index, planes, values, width, storage, .. } = work;
-            let (pm, vm) = (plane_span(planes), value_span(values));
-            let Storage::Resident(lanes) = storage else { unreachable!("no window: resident") };
-            let (p, q) = (index.material.mover as usize, index.material.opponent as usize);
-            let groups = index.groups();
-            run_finish(&all, own_resident(lanes, *width, &pm, &vm), |g, won, lost, values| {
-                kernel::finish(won, lost, *width, values);
-                // Then the images' bytes, which the steps left to this,
-                // while the group's bytes are in the cache.
-                let unit = Unit { group: &groups[g], p, q, start: 0, end: groups[g].layouts / (p * q) as u64 };
-                kernel::mirror_values(moves, unit, *width, values);
-            });
-            if narrow
-                && *width == ValueWidth::Word
-                && let Some((bytes_layout, bytes)) =
-                    relaid_values(index, values, &lanes.values, ValueWidth::Byte, narrow_segment)
-            {
-                (*values, lanes.values, *width) = (bytes_layout, bytes, ValueWidth::Byte);
-            }
-        }
-        Some((window, disk)) => {
-            // Its values are the depths of the steps that decided them (and
-            // draws, wins in 1, losses in 0): if no step deeper than a byte
-            // holds decided anything, they are finished in bytes.
-            let deepest = work.files().log().deepest_decided_plies();
-            if narrow && work.width == ValueWidth::Word && deepest <= ValueWidth::Byte.max_loss_plies() + 1 {
-                (work.values, work.width) = (work.values_at(ValueWidth::Byte), ValueWidth::Byte);
-            }
-            // Batches in the order the steps visited groups, so that each
-            // step's part of the decision log is read front to back.
-            let batches: Vec<Vec<usize>> = (schedule::opponent_slices(&work.index).into_iter())
-                .flat_map(|(_, groups)| window.batches(work, &groups))
-                .collect();
-            let mut rank = vec![0; work.index.groups().len()];
-            for (r, &g) in batches.iter().flatten().enumerate() {
-                rank[g] = r;
-            }
-            let Storage::OnDisk(files) = &work.storage else { unreachable!("streamed") };
-            files.release_for_finishing()?;
-            // Finishing reads no `capture`, compacted or not, and
-            // its peak is the table's: give the flags back.
-            work.solved = None;
-            let dir = files.dir().to_path_buf();
-            let mut packer = PackedWriter::create(&dir, work.index.material, &work.values, work.readers)?;
-            // No values exist yet: every byte comes from the planes, then
-            // the log. A sparse group's planes are its dense segments with
-            // its records over them. Nothing reads `fresh` or `capture`:
-            // they are left as they were, not zeroed.
-            let lanes = &[Lane::Won, Lane::Lost, Lane::SparseWon, Lane::SparseRest][..];
-            let load = (lanes, PlaneLoad::Left, ValueSegments::Untouched);
-            let stages = window.owns.len();
-            let Window { owns, slices, io } = &mut *window;
-            let mut loaded = match batches.first() {
-                Some(batch) => Some(owns[0].load(disk, work, batch, load, io)?),
-                None => None,
-            };
-            // The other window's value buffer while it is lent to the
-            // packer (an empty one in between).
-            let mut lent = AlignedBuf::zeroed(0)?;
-            for (k, batch) in batches.iter().enumerate() {
-                let maps = loaded.take().expect("every batch is loaded before it is finished");
-                let w = k % stages;
-                // With two windows, the next batch is read into the other
-                // while this one is finished; its value buffer is lent to
-                // the packer meanwhile (loading leaves values alone).
-                let (own, mut other) = match owns.as_mut_slice() {
-                    [only] => (only, None),
-                    pair => {
-                        let (now, other) = pair_mut(pair, w);
-                        (now, Some(other))
-                    }
-                };
-                let two = other.is_some();
-                if let Some(other) = other.as_deref_mut() {
-                    other.swap_values(&mut lent);
-                }
-                let mut other_io = IoTotals::default();
-                let next = batches.get(k + 1);
-                let finished = std::thread::scope(|scope| {
-                    let loading = (other.as_deref_mut().zip(next))
-                        .map(|(other, next)| scope.spawn(|| other.load(disk, work, next, load, &mut other_io)));
-                    let scratch: Vec<&mut [u8]> = (two.then(|| lent.bytes_mut()).into_iter())
-                        .chain(slices.iter_mut().map(|s| s.bytes_mut()))
-                        .collect();
-                    let finished = finish_batch(work, batch, (&rank, own, maps), scratch, &mut packer);
-                    let loaded = loading.map(|l| l.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
-                    (finished, loaded.transpose())
-                });
-                if let Some(other) = other {
-                    other.swap_values(&mut lent);
-                }
-                let (frame_bytes, loaded_next) = (finished.0?, finished.1?);
-                io.bytes_read += other_io.bytes_read;
-                io.bytes_written += other_io.bytes_written;
-                // Counted as the batch's frames are written, so finishing's
-                // progress lines show its writing as it goes.
-                io.bytes_written += frame_bytes;
-                loaded = match (loaded_next, next) {
-                    (Some(maps), _) => Some(maps),
-                    (None, Some(next)) => Some(owns[0].load(disk, work, next, load, io)?),
-                    (None, None) => None,
-                };
-                let material = work.index.material;
-                progress(Progress::Finishing { material, done: k + 1, batches: batches.len(), io: *io });
-            }
-            let frame_bytes = packer.frame_bytes();
-            let packed = packer.finish(&work.values)?;
-            debug_assert_eq!(frame_bytes, packed.packed_bytes(0..work.index.groups().len()));
-            disk.drain()?;
-        }
-    }
-    Ok(())
-}
-
-/// Layouts of a piece of a streamed batch's finishing: groups larger than
-/// this are settled, have the log applied and are packed in pieces of this
-/// many layouts (each its own zstd frame), in parallel. As whole-group
-/// tasks, a batch's largest group kept one worker busy after the other ran
-/// out of groups: at 8 men 4v4's largest group held a median 27% of its
-/// batch's layouts, and all of some, and its finishing ran at 1.44 cores;
-/// in pieces it took 7 s less of 65 (docs/BENCHMARKS.md, sessions 70 and
-/// 71). 2^17 one-byte layouts are 3.75 MiB of values, a frame that packs
-/// about as well as a whole group.
-#[cfg(not(test))]
-const FINISH_PIECE_LAYOUTS: usize = 1 << 17;
-/// Unit tests cut groups into pieces of a few placements, so that a small
-/// table's groups have several.
-#[cfg(test)]
-const FINISH_PIECE_LAYOUTS: usize = 64;
-
-/// The pieces of `batch` that finishing settles, applies the log to and
-/// packs as tasks, in batch order: (group, its layouts `range` of at most
-/// [`FINISH_PIECE_LAYOUTS`]), every group at least one, together all of it.
-fn finish_pieces(work: &Work, batch: &[usize]) -> Vec<(usize, Range<usize>)> {
-    let mut pieces = Vec::with_capacity(batch.len());
-    for &g in batch {
-        let layouts = work.index.groups()[g].layouts as usize;
-        pieces.push((g, 0..layouts.min(FINISH_PIECE_LAYOUTS)));
-        let more = (FINISH_PIECE_LAYOUTS..layouts).step_by(FINISH_PIECE_LAYOUTS);
-        pieces.extend(more.map(|start| (g, start..layouts.min(start + FINISH_PIECE_LAYOUTS))));
-    }
-    pieces
-}
-
-/// Finishes one loaded batch of a streamed material in `own`, in pieces
-/// ([`finish_pieces`]): its value bytes from its planes (`kernel::settle`),
-/// then from the decision log, packed into `packer`'s frames in the
-/// `scratch` buffers. `rank`: each
-/// group's place in the batches' order. Returns the frame bytes written.
-fn finish_batch(
-    work: &Work,
-    batch: &[usize],
-    (rank, own, (pm, vm)): (&[usize], &mut OwnBuffers, (Packed, Packed)),
-    scratch: Vec<&mut [u8]>,
-    packer: &mut PackedWriter,
-) -> Result<u64, SolveError> {
-    let width = work.width;
-    let layout_bytes = CARD_STATES * width.bytes();
-    let pieces = finish_pieces(work, batch);
-    // A piece's value bytes, as a range of the window's value buffer.
-    let piece_bytes = |(g, layouts): &(usize, Range<usize>)| {
-        let group = vm.elements(*g);
-        debug_assert_eq!(group.len(), work.index.groups()[*g].layouts as usize * layout_bytes);
-        group.start + layouts.start * layout_bytes..group.start + layouts.end * layout_bytes
-    };
-    {
-        let Own { won, lost, values, .. } = own.own(&pm, &vm);
-        let (won, lost) = (&*won, &*lost);
-        let values = carve_mut(values, pieces.iter().map(piece_bytes));
-        pieces.par_iter().zip(values).for_each(|((g, layouts), values)| {
-            let planes = pm.elements(*g);
-            let r = planes.start + layouts.start..planes.start + layouts.end;
-            kernel::settle(&won[r.clone()], &lost[r], width, values);
-        });
-    }
-    let last = batch.iter().map(|&g| rank[g]).max().expect("a batch has groups");
-    let values = carve_mut(own.values_mut(), pieces.iter().map(piece_bytes));
-    let mut targets: Vec<(usize, usize, &mut [u8])> =
-        pieces.iter().zip(values).map(|((g, layouts), values)| (*g, layouts.start, values)).collect();
-    work.files().log().apply(
-        &mut targets,
-        |g| rank[g] > last,
-        |values, depth, layout, states| {
-            let value = if depth % 2 == 1 { Value::Win(depth) } else { Value::Loss(depth) };
-            let n = layout * layout_bytes;
-            // A chunk's entries come in layout order, with gaps: ask for
-            // the bytes a little ahead, which the blend below loads (its
-            // load had been half the samples of applying the log; 4096
-            // bytes ahead gained no more; docs/BENCHMARKS.md, session 68).
-            if let Some(ahead) = values.get(n + LOG_APPLY_AHEAD_BYTES..) {
-                crate::cache_hint::prefetch(ahead);
-            }
-            let Some(layout_values) = values.get_mut(n..n + layout_bytes) else { return false };
-            kernel::set_codes_blended(width, layout_values, states, width.encode(value));
-            true
-        },
-    )?;
-    let values = own.values();
-    let pieces: Vec<(usize, &[u8])> = pieces.iter().map(|piece| (piece.0, &values[piece_bytes(piece)])).collect();
-    let before = packer.frame_bytes();
-    packer.put_batch(&pieces, scratch)?;
-    Ok(packer.frame_bytes() - before)
-}
-
 /// Checkpoints of a streamed pair: where they are recorded, how often.
 struct PairCheckpoints<'a> {
     checkpoint: &'a mut Checkpoint,
@@ -2628,7 +2221,7 @@ fn solve_pair(
         record_pair(&mut checkpoints, works, &mut window, state, state.steps_done)?;
     }
     for work in works.iter_mut() {
-        finish(moves, work, reborrow!(), narrow, progress)?;
+        finish::finish(moves, work, reborrow!(), narrow, progress)?;
     }
     Ok(())
 }
@@ -3108,20 +2701,6 @@ pub fn remove_work_files(dir: &Path, solved: &Solved) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A material finished by an earlier run: its packed values in the work dir.
-fn open_finished(dir: &Path, material: Material) -> Result<FinishedMaterial, SolveError> {
-    let index = MaterialIndex::new(material);
-    let path = packed_values::packed_path(dir, material);
-    let per_layout = PackedValues::bytes_per_layout(&path)?;
-    let width = [ValueWidth::Byte, ValueWidth::Word]
-        .into_iter()
-        .find(|w| (CARD_STATES * w.bytes()) as u64 == per_layout)
-        .ok_or_else(|| DiskError::Damaged { path: path.clone(), what: "packed with an unknown value width" })?;
-    let values_layout = LaneLayout::new(&index, per_layout);
-    let packed = PackedValues::open(&path, &values_layout)?;
-    Ok(FinishedMaterial { index, values_layout, values: FinishedValues::Packed(packed), width })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -3377,40 +2956,6 @@ mod tests {
             index.groups().iter().map(|g| g.layouts).max()
         });
         assert!(largest.max().unwrap() >= 2 * LOG_PART_LAYOUTS as u64, "some group is logged in parts");
-    }
-
-    /// A finished material handed over in pieces of any size, resident or
-    /// packed, is its values as handed over in batches of groups.
-    #[test]
-    fn finished_values_in_pieces_are_those_in_batches() {
-        let rules = Rules { cards: crate::rules::CardSet::default_set(), no_move: crate::rules::NoMoveRule::Pass };
-        let dir = tempfile::tempdir().unwrap();
-        let packed = SolveConfig { work_dir: Some(dir.path().join("work")), ..SolveConfig::default() };
-        for config in [SolveConfig::default(), packed] {
-            let solved = solve_with(&rules, 2, &config, &|_| {}).unwrap();
-            for finished in &solved.materials {
-                let mut batches = Vec::new();
-                finished
-                    .for_each_chunk(1 << 20, |chunk| {
-                        batches.extend_from_slice(chunk);
-                        Ok::<_, SolveError>(())
-                    })
-                    .unwrap();
-                for piece_bytes in [1, 4095, 1 << 20, batches.len(), batches.len() + 1] {
-                    let mut pieces = Vec::new();
-                    let mut lens = Vec::new();
-                    finished
-                        .for_each_piece(piece_bytes, |piece| {
-                            lens.push(piece.len());
-                            pieces.extend_from_slice(piece);
-                            Ok::<_, SolveError>(())
-                        })
-                        .unwrap();
-                    assert!(pieces == batches, "{} in {piece_bytes}-byte pieces", finished.material());
-                    assert!(lens[..lens.len() - 1].iter().all(|&n| n == piece_bytes), "whole pieces but the last");
-                }
-            }
-        }
     }
 
     /// Every unit runs once with its own slice; results come back in the
