@@ -1464,15 +1464,41 @@ impl<'a> PlacementMoves<'a> {
         (p, q): (usize, usize),
         mut visit: impl FnMut(usize, u32, u32),
     ) {
-        for m in &self.list[..self.count] {
-            let target = moves.target(m.from, m.to);
-            if !target.crosses(place.mover) {
-                visit_words(m.block, target.successor_states, &mut visit);
-                continue;
+        let listed = &self.list[..self.count];
+        with_block_words!(p * q, N => successors_of_blocks::<N>(moves, place, (p, q), listed, &mut visit), {
+            for m in listed {
+                let target = moves.target(m.from, m.to);
+                if !target.crosses(place.mover) {
+                    visit_words(m.block, target.successor_states, &mut visit);
+                    continue;
+                }
+                let ends = (m.from, m.to, m.moved(place.mover));
+                visit_crossing(place, p, ends, m.block, target.successor_states, &mut visit);
             }
-            let ends = (m.from, m.to, m.moved(place.mover));
-            visit_crossing(&moves.crossing, place, (p, q), ends, m.block, target.successor_states, &mut visit);
+        });
+    }
+}
+
+/// [`PlacementMoves::for_each_successor`] for blocks of N = p * q words:
+/// the length chosen once for all the moves, not at each move.
+#[inline(always)]
+fn successors_of_blocks<const N: usize>(
+    moves: &MoveTable,
+    place: &Placement,
+    (p, q): (usize, usize),
+    listed: &[BoardMove<u32>],
+    visit: &mut impl FnMut(usize, u32, u32),
+) {
+    for m in listed {
+        let target = moves.target(m.from, m.to);
+        let block: &[u32; N] = m.block.try_into().expect("a block holds p * q words");
+        if !target.crosses(place.mover) {
+            visit_block::<N>(block, target.successor_states, visit);
+            continue;
         }
+        let moved = m.moved(place.mover);
+        let permuted = moves.crossing.permuted(block, (p, q), crossing_ordinals(place, (m.from, m.to, moved)));
+        visit_block::<N>(&permuted[..N], target.successor_states, visit);
     }
 }
 
@@ -1480,51 +1506,30 @@ impl<'a> PlacementMoves<'a> {
 /// mover's pieces (`(from, to, moved)`, `moved` the mover's board after
 /// it): the masters' ordinals change, so each layout finds its word by
 /// where its master ends up (see [`PlacementMoves::for_each_successor`]).
-/// The block is first put in the order of the placement's layouts
-/// ([`CrossingTable::permuted`]: byte shuffles, where finding each
-/// layout's word in turn took about 30% of the folds' cycles at 6 men,
-/// for 18% of the moves), then folded as other blocks are.
+/// The block is first put in the order of the placement's layouts, then
+/// folded as other blocks are. This is the word-by-word way
+/// ([`crossing::permuted_scalar`]) for the lengths [`with_block_words!`]
+/// does not fix; the fixed ones use byte shuffles
+/// ([`CrossingTable::permuted`]: finding each layout's word in turn took
+/// about 30% of the folds' cycles at 6 men, for 18% of the moves).
 #[inline(always)]
 fn visit_crossing(
-    crossing: &CrossingTable,
     place: &Placement,
-    (p, q): (usize, usize),
+    p: usize,
     (from, to, moved): (u8, u8, u32),
     block: &[u32],
     states: u32,
     visit: &mut impl FnMut(usize, u32, u32),
 ) {
-    debug_assert_eq!(block.len(), p * q, "a block holds p * q words");
-    let ordinals =
-        ((place.mover & ((1 << from) - 1)).count_ones() as usize, (moved & ((1 << to) - 1)).count_ones() as usize);
-    // As in `visit_words`: a fixed length for the blocks of the largest
-    // materials of each size.
-    match block.len() {
-        4 => visit_crossing_block::<4>(crossing, (p, q), ordinals, block, states, visit),
-        6 => visit_crossing_block::<6>(crossing, (p, q), ordinals, block, states, visit),
-        8 => visit_crossing_block::<8>(crossing, (p, q), ordinals, block, states, visit),
-        9 => visit_crossing_block::<9>(crossing, (p, q), ordinals, block, states, visit),
-        12 => visit_crossing_block::<12>(crossing, (p, q), ordinals, block, states, visit),
-        15 => visit_crossing_block::<15>(crossing, (p, q), ordinals, block, states, visit),
-        16 => visit_crossing_block::<16>(crossing, (p, q), ordinals, block, states, visit),
-        20 => visit_crossing_block::<20>(crossing, (p, q), ordinals, block, states, visit),
-        25 => visit_crossing_block::<25>(crossing, (p, q), ordinals, block, states, visit),
-        words => visit_words(&crossing::permuted_scalar(block, p, ordinals)[..words], states, visit),
-    }
+    let ordinals = crossing_ordinals(place, (from, to, moved));
+    visit_words(&crossing::permuted_scalar(block, p, ordinals)[..block.len()], states, visit);
 }
 
-/// [`visit_crossing`] for blocks of N words.
+/// The moving piece's ordinals among the mover's pieces before and after a
+/// crossing move (`(from, to, moved)`, `moved` the mover's board after it).
 #[inline(always)]
-fn visit_crossing_block<const N: usize>(
-    crossing: &CrossingTable,
-    (p, q): (usize, usize),
-    ordinals: (usize, usize),
-    block: &[u32],
-    states: u32,
-    visit: &mut impl FnMut(usize, u32, u32),
-) {
-    let block: &[u32; N] = block.try_into().expect("a block holds p * q words");
-    visit_block::<N>(&crossing.permuted(block, (p, q), ordinals)[..N], states, visit);
+fn crossing_ordinals(place: &Placement, (from, to, moved): (u8, u8, u32)) -> (usize, usize) {
+    ((place.mover & ((1 << from) - 1)).count_ones() as usize, (moved & ((1 << to) - 1)).count_ones() as usize)
 }
 
 /// [`PlacementMoves::for_each_successor`] for a placement's kept moves,
@@ -1543,21 +1548,59 @@ fn fold_kept(
 ) {
     let (p, q) = (place.mover.count_ones() as usize, place.opponent.count_ones() as usize);
     let block_layouts = p * q;
+    let kept_blocks = (kept, lane, only_flagged);
+    with_block_words!(block_layouts, N => fold_kept_blocks::<N>(moves, place, (p, q), kept_blocks, &mut visit), {
+        for m in kept {
+            let start = m.offset as usize;
+            let block = &lane[start..start + block_layouts];
+            let flagged = only_flagged.is_none_or(|flags| flags.get(start));
+            debug_assert!(flagged || block.iter().all(|&word| word == 0), "a clear flag means a zero block");
+            let block = flagged_or_zero(flagged, block);
+            let states = kept_states(moves, m);
+            if !m.crossing {
+                visit_words(block, states, &mut visit);
+                continue;
+            }
+            let moved = place.mover ^ (1 << m.from) ^ (1 << m.to);
+            visit_crossing(place, p, (m.from, m.to, moved), block, states, &mut visit);
+        }
+    });
+}
+
+/// [`fold_kept`] for blocks of N = p * q words: the length chosen once for
+/// all the kept moves, not at each move, and the zero block chosen by
+/// address alone.
+#[inline(always)]
+fn fold_kept_blocks<const N: usize>(
+    moves: &MoveTable,
+    place: &Placement,
+    (p, q): (usize, usize),
+    (kept, lane, only_flagged): (&[KeptMove], &[u32], Option<&PlacementFlags>),
+    visit: &mut impl FnMut(usize, u32, u32),
+) {
+    let zero: &[u32; N] = ZERO_BLOCK[..N].try_into().expect("the zero block is the longest");
     for m in kept {
         let start = m.offset as usize;
-        let block = &lane[start..start + block_layouts];
+        let block: &[u32; N] = lane[start..start + N].try_into().expect("a block holds p * q words");
         let flagged = only_flagged.is_none_or(|flags| flags.get(start));
         debug_assert!(flagged || block.iter().all(|&word| word == 0), "a clear flag means a zero block");
-        let block = flagged_or_zero(flagged, block);
-        // Masked to the table's length, so the look-up needs no bounds check.
-        let states = moves.successor_states[m.cards as usize & ((1 << CARDS_PER_GAME) - 1)];
+        let block = std::hint::select_unpredictable(flagged, block, zero);
+        let states = kept_states(moves, m);
         if !m.crossing {
-            visit_words(block, states, &mut visit);
+            visit_block::<N>(block, states, visit);
             continue;
         }
         let moved = place.mover ^ (1 << m.from) ^ (1 << m.to);
-        visit_crossing(&moves.crossing, place, (p, q), (m.from, m.to, moved), block, states, &mut visit);
+        let permuted = moves.crossing.permuted(block, (p, q), crossing_ordinals(place, (m.from, m.to, moved)));
+        visit_block::<N>(&permuted[..N], states, visit);
     }
+}
+
+/// The successor card states of a kept move.
+#[inline(always)]
+fn kept_states(moves: &MoveTable, m: &KeptMove) -> u32 {
+    // Masked to the table's length, so the look-up needs no bounds check.
+    moves.successor_states[m.cards as usize & ((1 << CARDS_PER_GAME) - 1)]
 }
 
 /// A block of zero words as long as the longest (p * q = 25): what a win
@@ -1573,27 +1616,60 @@ fn flagged_or_zero(flagged: bool, block: &[u32]) -> &[u32] {
     std::hint::select_unpredictable(flagged, block, &ZERO_BLOCK[..block.len()])
 }
 
-/// `visit(slot, word, states)` for every word of a block, in order.
+/// Runs `$fixed` with the const `$n` set to `$words` where that is one of
+/// the block lengths worth a loop of fixed length (p * q of the biggest
+/// materials of each size), else `$other`.
+macro_rules! with_block_words {
+    ($words:expr, $n:ident => $fixed:expr, $other:expr) => {
+        match $words {
+            4 => {
+                const $n: usize = 4;
+                $fixed
+            }
+            6 => {
+                const $n: usize = 6;
+                $fixed
+            }
+            8 => {
+                const $n: usize = 8;
+                $fixed
+            }
+            9 => {
+                const $n: usize = 9;
+                $fixed
+            }
+            12 => {
+                const $n: usize = 12;
+                $fixed
+            }
+            15 => {
+                const $n: usize = 15;
+                $fixed
+            }
+            16 => {
+                const $n: usize = 16;
+                $fixed
+            }
+            20 => {
+                const $n: usize = 20;
+                $fixed
+            }
+            25 => {
+                const $n: usize = 25;
+                $fixed
+            }
+            _ => $other,
+        }
+    };
+}
+use with_block_words;
+
+/// `visit(slot, word, states)` for every word of a block, in order: the
+/// blocks of lengths [`with_block_words!`] does not fix.
 #[inline(always)]
 fn visit_words(block: &[u32], states: u32, visit: &mut impl FnMut(usize, u32, u32)) {
-    // A fixed length lets the compiler unroll and vectorise the fold (p * q
-    // of the biggest materials of each size; the unvectorised loop was
-    // about 3% more instructions at 4 men).
-    match block.len() {
-        4 => visit_block::<4>(block, states, visit),
-        6 => visit_block::<6>(block, states, visit),
-        8 => visit_block::<8>(block, states, visit),
-        9 => visit_block::<9>(block, states, visit),
-        12 => visit_block::<12>(block, states, visit),
-        15 => visit_block::<15>(block, states, visit),
-        16 => visit_block::<16>(block, states, visit),
-        20 => visit_block::<20>(block, states, visit),
-        25 => visit_block::<25>(block, states, visit),
-        _ => {
-            for (slot, &word) in block.iter().enumerate() {
-                visit(slot, word, states);
-            }
-        }
+    for (slot, &word) in block.iter().enumerate() {
+        visit(slot, word, states);
     }
 }
 
@@ -2677,7 +2753,8 @@ mod tests {
         for len in 1..=MAX_PLACEMENT_LAYOUTS {
             let block: Vec<u32> = (0..len as u32).map(|w| w * 3 + 1).collect();
             let mut seen = Vec::new();
-            visit_words(&block, 7, &mut |slot, word, states| seen.push((slot, word, states)));
+            let mut visit = |slot, word, states| seen.push((slot, word, states));
+            with_block_words!(len, N => visit_block::<N>(&block, 7, &mut visit), visit_words(&block, 7, &mut visit));
             let expected: Vec<_> = block.iter().enumerate().map(|(slot, &word)| (slot, word, 7)).collect();
             assert_eq!(seen, expected, "block of {len}");
         }
