@@ -8,7 +8,7 @@
 //! what one window needs), the packing of a batch of groups into a window
 //! and the read requests that fill it; knows nothing of moves or steps. With two windows
 //! and two slice buffers the solver stores the previous batch and reads the
-//! next while it computes the current one (see `step` in the parent module).
+//! next while it computes the current one (see `step.rs`).
 
 use super::capture_schedule::CaptureSchedule;
 use super::decision_log::LandingChunks;
