@@ -4,7 +4,7 @@
 //! A move whose piece passes another of the mover's pieces (in square
 //! order) changes the masters' ordinals, so layout (a, b) of the placement
 //! reads its successor's word at a column of the block other than its own
-//! (`kernel::fold_kept_blocks`, `kernel::successors_of_blocks`). The
+//! (`kernel::visit_crossing`, `kernel::fold_kept_blocks`). The
 //! columns move the same way in every row, by where the moving piece's
 //! ordinal goes: a permutation of the block's words that depends only on
 //! the material (p, q) and the two ordinals.
