@@ -1498,18 +1498,9 @@ fn visit_crossing(
     let ordinals = crossing_ordinals(place, (from, to, moved));
     // As in `visit_words`: a fixed length for the blocks of the largest
     // materials of each size.
-    match block.len() {
-        4 => visit_crossing_block::<4>(crossing, (p, q), ordinals, block, states, visit),
-        6 => visit_crossing_block::<6>(crossing, (p, q), ordinals, block, states, visit),
-        8 => visit_crossing_block::<8>(crossing, (p, q), ordinals, block, states, visit),
-        9 => visit_crossing_block::<9>(crossing, (p, q), ordinals, block, states, visit),
-        12 => visit_crossing_block::<12>(crossing, (p, q), ordinals, block, states, visit),
-        15 => visit_crossing_block::<15>(crossing, (p, q), ordinals, block, states, visit),
-        16 => visit_crossing_block::<16>(crossing, (p, q), ordinals, block, states, visit),
-        20 => visit_crossing_block::<20>(crossing, (p, q), ordinals, block, states, visit),
-        25 => visit_crossing_block::<25>(crossing, (p, q), ordinals, block, states, visit),
-        words => visit_words(&crossing::permuted_scalar(block, p, ordinals)[..words], states, visit),
-    }
+    with_block_words!(block.len(), N => visit_crossing_block::<N>(crossing, (p, q), ordinals, block, states, visit), {
+        visit_words(&crossing::permuted_scalar(block, p, ordinals)[..block.len()], states, visit)
+    })
 }
 
 /// The moving piece's ordinals among the mover's pieces before and after a
@@ -1668,25 +1659,13 @@ use with_block_words;
 /// `visit(slot, word, states)` for every word of a block, in order.
 #[inline(always)]
 fn visit_words(block: &[u32], states: u32, visit: &mut impl FnMut(usize, u32, u32)) {
-    // A fixed length lets the compiler unroll and vectorise the fold (p * q
-    // of the biggest materials of each size; the unvectorised loop was
-    // about 3% more instructions at 4 men).
-    match block.len() {
-        4 => visit_block::<4>(block, states, visit),
-        6 => visit_block::<6>(block, states, visit),
-        8 => visit_block::<8>(block, states, visit),
-        9 => visit_block::<9>(block, states, visit),
-        12 => visit_block::<12>(block, states, visit),
-        15 => visit_block::<15>(block, states, visit),
-        16 => visit_block::<16>(block, states, visit),
-        20 => visit_block::<20>(block, states, visit),
-        25 => visit_block::<25>(block, states, visit),
-        _ => {
-            for (slot, &word) in block.iter().enumerate() {
-                visit(slot, word, states);
-            }
+    // A fixed length lets the compiler unroll and vectorise the fold (the
+    // unvectorised loop was about 3% more instructions at 4 men).
+    with_block_words!(block.len(), N => visit_block::<N>(block, states, visit), {
+        for (slot, &word) in block.iter().enumerate() {
+            visit(slot, word, states);
         }
-    }
+    })
 }
 
 /// `visit(slot, word, states)` for the N words of a block.
