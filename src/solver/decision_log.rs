@@ -307,7 +307,7 @@ impl DecisionLog {
         // Per piece, the entries it took of each of its group's chunks.
         let seen: Vec<Vec<u64>> = (targets.par_iter_mut().zip(&slots))
             .map_init(
-                || (Unpacker::new(), Vec::new()),
+                || (Unpacker::lend(), Vec::new()),
                 |(unpacker, buffer), ((_, first, target), &(slot, end))| {
                     let mut seen = Vec::with_capacity(chunks[slot].len());
                     for (depth, _, frames) in &chunks[slot] {
@@ -442,7 +442,7 @@ impl LandingChunks {
         let damaged = |what| DiskError::Damaged { path: self.path.clone(), what };
         let log = (&self.file, self.path.as_path());
         let start = layout.span(groups.clone()).start;
-        let (mut unpacker, mut buffer, mut bytes_read) = (Unpacker::new(), Vec::new(), 0u64);
+        let (mut unpacker, mut buffer, mut bytes_read) = (Unpacker::lend(), Vec::new(), 0u64);
         for g in groups {
             let Some(at) = self.at[g] else { continue };
             let (group, _, count, bytes) = chunk_header(log, at)?;

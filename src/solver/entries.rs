@@ -47,7 +47,7 @@
 //! 1,089-1,096 instead of 845-851 (`tools/entry_codec.rs`,
 //! docs/BENCHMARKS.md, session 49).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 /// Bytes of an entry.
 pub(super) const ENTRY_BYTES: usize = 8;
@@ -88,6 +88,8 @@ thread_local! {
     /// compressor, and one frame's entries as stored, before compression.
     static COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> = const { RefCell::new(None) };
     static STORED_FRAME: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// Per thread, made once: the unpacker [`Unpacker::lend`] lends.
+    static KEPT_UNPACKER: Cell<Option<Unpacker>> = const { Cell::new(None) };
 }
 
 /// Most bytes a frame of `entries` entries takes, header included.
@@ -407,6 +409,16 @@ impl Unpacker {
         Unpacker { stored: Vec::with_capacity(STORED_FRAME_BYTES), decompressor }
     }
 
+    /// This thread's unpacker, made at its first use, lent until the
+    /// [`Lent`] is dropped and then kept for the next. Making one (a zstd
+    /// decompression context and a frame's buffer) for each job that reads
+    /// a log or a schedule took 0.7% of a streamed 6-men run's CPU samples
+    /// (`ZSTD_createDCtx`, docs/BENCHMARKS.md, session 93). While one is
+    /// lent, another lend on the thread makes a new one.
+    pub fn lend() -> Lent {
+        Lent(Some(KEPT_UNPACKER.take().unwrap_or_else(Unpacker::new)))
+    }
+
     /// Calls `visit(layout, states)` for each entry of a frame with
     /// `header` whose compressed bytes are `compressed`, in order, read
     /// straight from the stored bytes (not written out as 8-byte entries
@@ -442,6 +454,29 @@ impl Unpacker {
             visit(layout, states);
         }
         if reader.is_done() { Ok(()) } else { Err(FrameError::Unpack) }
+    }
+}
+
+/// An [`Unpacker`] lent by [`Unpacker::lend`], given back to its thread
+/// when dropped.
+pub(super) struct Lent(Option<Unpacker>);
+
+impl std::ops::Deref for Lent {
+    type Target = Unpacker;
+    fn deref(&self) -> &Unpacker {
+        self.0.as_ref().expect("lent until dropped")
+    }
+}
+
+impl std::ops::DerefMut for Lent {
+    fn deref_mut(&mut self) -> &mut Unpacker {
+        self.0.as_mut().expect("lent until dropped")
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        KEPT_UNPACKER.set(self.0.take());
     }
 }
 

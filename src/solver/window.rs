@@ -13,7 +13,7 @@
 use super::capture_schedule::CaptureSchedule;
 use super::decision_log::LandingChunks;
 use super::disk::{AlignedBuf, DiskIo};
-use super::entries::Unpacker;
+use super::entries::{Lent, Unpacker};
 use super::flags::PlacementFlags;
 use super::lanes::{Lane, LaneLayout, SegmentMap, carve_mut};
 use super::schedule::MoverSlices;
@@ -750,7 +750,7 @@ impl GroupSegments<'_> {
         work: &Work,
         live: &PlacementFlags,
         base: Option<&(dyn Fn(usize) -> Base + Sync)>,
-        due: Option<(&DueStates, &mut Option<Unpacker>)>,
+        due: Option<(&DueStates, &mut Option<Lent>)>,
     ) -> Result<(), SolveError> {
         let GroupSegments { g, first, planes: [won, lost, fresh, capture], due: due_words, room, compacted } = self;
         let layouts = work.index.groups()[g].layouts as usize;
@@ -799,7 +799,7 @@ impl GroupSegments<'_> {
         for run in live.set_runs(first, layouts / block_words) {
             due_words[run.start * block_words..run.end * block_words].fill(0);
         }
-        let unpacker = unpacker.get_or_insert_with(Unpacker::new);
+        let unpacker = unpacker.get_or_insert_with(Unpacker::lend);
         due.schedule.unpack_due((g, due.depth_plies), layouts, room, unpacker, |n, states| {
             // At most one entry per layout and depth.
             debug_assert!(due_words[n] == 0 || !live.get(first + n - n % block_words));
