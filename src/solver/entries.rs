@@ -494,6 +494,17 @@ mod tests {
         }
     }
 
+    /// A lent unpacker is the thread's kept one once the last lend has
+    /// ended; a lend while another is out gets one of its own.
+    #[test]
+    fn a_lent_unpacker_is_kept_for_the_next_lend() {
+        let kept = Unpacker::lend().stored.as_ptr();
+        let again = Unpacker::lend();
+        assert_eq!(again.stored.as_ptr(), kept, "the kept unpacker, not a new one");
+        let nested = Unpacker::lend();
+        assert_ne!(nested.stored.as_ptr(), kept, "a second unpacker while the first is lent");
+    }
+
     /// Frames give back their entries whatever the order of the layouts
     /// (differences wrap), across frame boundaries too.
     #[test]
