@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs an `onitb generate` command with its progress (stderr) in LOG and
 # kills it (SIGKILL, as a crash would) as soon as a progress line matches
-# PATTERN (grep); returns once it is gone. For the 8-men A/B scripts, which
-# time a run up to a point or keep its work directory there as a kit.
+# PATTERN (an extended regular expression, `grep -E`, like the A/B
+# scripts' own stop lines: "depth 8 plies, [0-9]+ states"); returns once
+# it is gone. For the 8-men A/B scripts, which time a run up to a point or
+# keep its work directory there as a kit.
 #
 # usage: scripts/run-until.sh PATTERN LOG ONITB ARGS...
 set -euo pipefail
@@ -15,7 +17,7 @@ shift 2
 "$@" 2> "$log" > /dev/null &
 pid=$!
 while kill -0 "$pid" 2> /dev/null; do
-  if tr '\r' '\n' < "$log" | grep -q -e "$pattern"; then
+  if tr '\r' '\n' < "$log" | grep -Eq -e "$pattern"; then
     kill -9 "$pid"
     break
   fi
