@@ -1583,8 +1583,8 @@ fn fold_kept_blocks<const N: usize>(
             continue;
         }
         let moved = place.mover ^ (1 << m.from) ^ (1 << m.to);
-        let permuted = moves.crossing.permuted(block, (p, q), crossing_ordinals(place, (m.from, m.to, moved)));
-        visit_block::<N>(&permuted[..N], states, visit);
+        let ordinals = crossing_ordinals(place, (m.from, m.to, moved));
+        visit_crossing_block::<N>(&moves.crossing, (p, q), ordinals, block, states, visit);
     }
 }
 
