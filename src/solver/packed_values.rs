@@ -85,10 +85,12 @@ impl Readers {
         parameters
     }
 }
-/// Buffer between zstd and the file, each way.
+/// Buffer between zstd and the file: the appender's, and the most a
+/// group's frames are read through.
 const BUFFER_BYTES: usize = 256 << 10;
-/// The smallest buffer a group's frames are read through: room for a
-/// frame's header and checksum, whatever the group.
+/// The least a group's frames are read through: a page, whatever the
+/// frame table says of the group (a damaged one may say 0 bytes, which
+/// then fails to unpack as damage, not as an empty read buffer).
 const MIN_READ_BUFFER_BYTES: usize = 4 << 10;
 
 /// The name of a material's packed values.
@@ -431,7 +433,7 @@ impl PackedValues {
         // No larger than the group's frames: std zeroes a new reader's
         // buffer on its first read, and a whole 256 KiB for every small
         // group was 3.3% of a streamed 4-men run's instructions.
-        let buffer_bytes = (bytes as usize).clamp(MIN_READ_BUFFER_BYTES, BUFFER_BYTES);
+        let buffer_bytes = usize::try_from(bytes).unwrap_or(usize::MAX).clamp(MIN_READ_BUFFER_BYTES, BUFFER_BYTES);
         zstd::stream::read::Decoder::with_buffer(io::BufReader::with_capacity(buffer_bytes, source))
             .map_err(|e| io_error("unpack", &self.path, e))
     }
