@@ -88,9 +88,8 @@ impl Readers {
 /// Buffer between zstd and the file: the appender's, and the most a
 /// group's frames are read through.
 const BUFFER_BYTES: usize = 256 << 10;
-/// The least a group's frames are read through: a page, whatever the
-/// frame table says of the group (a damaged one may say 0 bytes, which
-/// then fails to unpack as damage, not as an empty read buffer).
+/// The least a group's frames are read through: a page, so that no
+/// reader has an empty buffer, whatever the frame table says of the group.
 const MIN_READ_BUFFER_BYTES: usize = 4 << 10;
 
 /// The name of a material's packed values.
